@@ -1,0 +1,28 @@
+"""eagerflow: TensorFlow 2's model of computation, light.
+
+Eager tensors that feel like numpy, gradients by tape, Python traced into dataflow graphs,
+and the same model code on a CPU, a GPU or many processes.
+
+Example:
+    >>> import eagerflow as tf
+    >>> x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    >>> tf.reduce_sum(x * 2.0).numpy()
+    np.float32(20.0)
+"""
+
+import warnings as _warnings
+
+from eagerflow import dtypes, errors
+from eagerflow.dtypes import (  # noqa: F401
+    DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32, float64,
+    half, int8, int16, int32, int64, string, uint8, uint16, uint32, uint64,
+)
+from eagerflow.tensor import Tensor, constant, convert_to_tensor, is_tensor  # noqa: F401
+from eagerflow.tensor_shape import TensorShape, TensorSpec  # noqa: F401
+
+# Kernels may produce inf/nan (log(0), 1/0) exactly as TF does, silently.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"eagerflow\.ops\..*")
+
+__version__ = "0.1.0"
+
+from eagerflow._api import *  # noqa: E402,F401,F403

@@ -1,0 +1,128 @@
+"""Broadcasting primitives: ``broadcast_to`` and its adjoint, sum-to-shape.
+
+``SumToShape`` is the one place where a gradient of a broadcast input is reduced back to
+the input's shape; the tape calls it for every gradient whose shape differs from its
+source's. The two are each other's gradients.
+
+Example:
+    >>> import eagerflow as ef
+    >>> ef.broadcast_to(ef.constant([1, 2]), [2, 2]).numpy().tolist()
+    [[1, 2], [1, 2]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.ops import registry
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.family import ALL
+from eagerflow.ops.registry import AbstractValue
+
+
+def _broadcast_kernel(xp):
+    def kernel(x, *, shape):
+        try:
+            # A copy, not numpy's read-only view: later kernels may write their outputs.
+            return xp.array(xp.broadcast_to(x, shape))
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, None, "cannot broadcast shape %s to %s. Each dimension must be equal "
+                "or 1 in the input." % (list(x.shape), list(shape))) from None
+    return kernel
+
+
+def sum_to_shape_array(xp, g, shape):
+    """Sums ``g`` over the axes along which an array of ``shape`` was broadcast."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead < 0:
+        raise errors.InvalidArgumentError(
+            None, "SumToShape", "cannot reduce shape %s to the larger shape %s"
+            % (list(g.shape), list(shape)))
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, dim in enumerate(shape) if dim == 1 and g.shape[lead + i] != 1)
+    out = g.sum(axis=axes, keepdims=True) if axes else g
+    out = out.reshape(shape)
+    return out.astype(g.dtype, copy=False)
+
+
+def _sum_to_shape_kernel(xp):
+    return lambda g, *, shape: sum_to_shape_array(xp, g, shape)
+
+
+def _samples(rng, dtype):
+    out = []
+    for src, dst in (((3,), (2, 3)), ((1, 3), (4, 3)), ((), (2, 2)), ((2, 1), (2, 5))):
+        out.append(((rng.uniform(-2, 2, size=src).astype(dtype.np_dtype),), {"shape": dst}))
+    return out
+
+
+def _sum_samples(rng, dtype):
+    out = []
+    for src, dst in (((2, 3), (3,)), ((4, 3), (1, 3)), ((2, 2), ()), ((2, 5), (2, 1))):
+        out.append(((rng.uniform(-2, 2, size=src).astype(dtype.np_dtype),), {"shape": dst}))
+    return out
+
+
+BROADCAST_TO = registry.primitive(
+    "BroadcastTo", _broadcast_kernel, dtypes=ALL, family="array",
+    shape_fn=lambda x, *, shape: AbstractValue(shape, x.dtype),
+    vjp=lambda g, x, out, *, shape: execute(SUM_TO_SHAPE, (g,), {"shape": tuple(x.shape)}),
+    saves=(0,), reference=lambda x, *, shape: np.broadcast_to(x, shape), samples=_samples)
+
+SUM_TO_SHAPE = registry.primitive(
+    "SumToShape", _sum_to_shape_kernel, dtypes=ALL, family="array",
+    shape_fn=lambda g, *, shape: AbstractValue(shape, g.dtype),
+    vjp=lambda g, x, out, *, shape: execute(BROADCAST_TO, (g,), {"shape": tuple(x.shape)}),
+    saves=(0,), reference=lambda g, *, shape: sum_to_shape_array(np, g, shape),
+    samples=_sum_samples)
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002 - TF's argument name
+    """Broadcasts a tensor to a compatible shape (numpy rules).
+
+    Args:
+        input: A Tensor.
+        shape: The target shape (list, tuple, TensorShape or 1-D int tensor).
+        name: Unused.
+
+    Returns:
+        A Tensor of ``shape``.
+
+    Raises:
+        InvalidArgumentError: If ``input`` cannot broadcast to ``shape``.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.broadcast_to(1.0, [2]).numpy().tolist()
+        [1.0, 1.0]
+    """
+    return execute(BROADCAST_TO, (input,), {"shape": static_shape(shape, "BroadcastTo")})
+
+
+def sum_to_shape(g, shape):
+    """Sums ``g`` down to ``shape`` (the adjoint of broadcasting); no-op if equal."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    return execute(SUM_TO_SHAPE, (g,), {"shape": shape})
+
+
+def static_shape(shape, op_name):
+    """Converts a shape argument (list, tuple, TensorShape, 1-D tensor) to a tuple of ints."""
+    if hasattr(shape, "numpy") and not hasattr(shape, "as_list"):
+        shape = np.asarray(shape.numpy()).tolist()
+    elif hasattr(shape, "as_list"):
+        shape = shape.as_list()
+    if isinstance(shape, (int, np.integer)):
+        shape = [int(shape)]
+    try:
+        out = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise errors.InvalidArgumentError(
+            None, op_name, "%s: shape must be a list of ints, got %r" % (op_name, shape)) from None
+    return out

@@ -1,0 +1,301 @@
+"""The one dispatch function every op call goes through.
+
+``execute(prim, args, attrs)``:
+
+1. inside a trace, hands the call to the tracing hook (which adds a graph node using the
+   primitive's abstract rule) and returns symbolic outputs;
+2. otherwise runs the primitive's kernel on the inputs' device;
+3. then, only if some active tape watches an input, records the call on the tape.
+
+Gradient rules are ordinary op calls, so they come back through here: an outer tape records
+them (higher-order gradients) and a trace turns them into graph nodes.
+
+The first branch of ``execute`` is the eager fast path: all inputs are eager tensors on one
+device with one accepted dtype and nothing (scope, tape, trace) is active on the thread. It
+does no per-call introspection and allocates only the output tensor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eagerflow import dtypes as dtypes_lib
+from eagerflow import errors
+from eagerflow.framework import context
+from eagerflow.tensor import Tensor, convert_to_tensor, wrap
+
+__all__ = ["execute", "set_tape_recorder", "copy_to_device"]
+
+_state = context.state
+_new = object.__new__
+_EMPTY = {}
+
+# Set by eagerflow.tape: called as recorder(tapes, prim, inputs, attrs, outputs) when an input
+# of an op may be watched. Defined low, implemented high, so ops never import the tape.
+_tape_recorder = None
+
+
+def set_tape_recorder(fn):
+    global _tape_recorder
+    _tape_recorder = fn
+
+
+def execute(prim, args, attrs=_EMPTY):
+    """Runs ``prim`` on ``args`` (a tuple of tensors or convertible values).
+
+    Args:
+        prim: A registered Primitive.
+        args: Its inputs, positionally.
+        attrs: A dict of static attributes passed to the kernel as keywords.
+
+    Returns:
+        A Tensor, or a tuple of Tensors for multi-output primitives.
+    """
+    if not _state.slow and prim.fast:
+        n = len(args)
+        if n == 2:
+            x, y = args
+            if x.__class__ is Tensor and y.__class__ is Tensor:
+                device = x._device
+                a = x._value
+                b = y._value
+                dt = a.dtype
+                if device is y._device and (dt is b.dtype or dt == b.dtype) and dt in prim.accepts:
+                    kernel = prim.kernels[device.backend_index]
+                    if kernel is not None:
+                        try:
+                            out = kernel(a, b, **attrs) if attrs else kernel(a, b)
+                        except Exception as exc:  # noqa: BLE001 - translated below
+                            raise _translate(prim, args, attrs, device, exc) from None
+                        if prim.single:
+                            t = _new(Tensor)
+                            t._value = out
+                            t._device = device
+                            t._tid = 0
+                            return t
+                        return tuple([wrap(o, device) for o in out])
+        elif n == 1:
+            x = args[0]
+            if x.__class__ is Tensor:
+                device = x._device
+                a = x._value
+                if a.dtype in prim.accepts:
+                    kernel = prim.kernels[device.backend_index]
+                    if kernel is not None:
+                        try:
+                            out = kernel(a, **attrs) if attrs else kernel(a)
+                        except Exception as exc:  # noqa: BLE001 - translated below
+                            raise _translate(prim, args, attrs, device, exc) from None
+                        if prim.single:
+                            t = _new(Tensor)
+                            t._value = out
+                            t._device = device
+                            t._tid = 0
+                            return t
+                        return tuple([wrap(o, device) for o in out])
+    return _execute_general(prim, args, attrs)
+
+
+def _execute_general(prim, args, attrs):
+    st = _state
+    if st.trace is not None:
+        return st.trace(prim, args, attrs)
+    inputs = _convert_inputs(prim, args)
+    device = _choose_device(prim, inputs)
+    values = []
+    for t in inputs:
+        if t._device is not device:
+            t = copy_to_device(t, device)
+        values.append(t._value)
+    _check_dtypes(prim, inputs, values, device)
+    kernel = prim.kernels[device.backend_index] or prim.kernel(device.backend)
+    try:
+        out = kernel(*values, **attrs) if attrs else kernel(*values)
+    except Exception as exc:  # noqa: BLE001 - translated below
+        raise _translate(prim, inputs, attrs, device, exc) from None
+    if prim.single:
+        result = wrap(out, device)
+    else:
+        result = tuple([wrap(o, device) for o in out])
+    tapes = st.tapes
+    if tapes and _tape_recorder is not None:
+        for t in inputs:
+            if t._tid:
+                _tape_recorder(tapes, prim, inputs, attrs, result)
+                break
+    return result
+
+
+def _group_indices(prim, n):
+    group = prim.dtype_group
+    if group == "all":
+        return range(n)
+    return group
+
+
+def _convert_inputs(prim, args):
+    """Converts every argument to an eager Tensor, giving Python scalars the group dtype."""
+    if not isinstance(args, tuple):
+        args = tuple(args)
+    n = len(args)
+    group = _group_indices(prim, n)
+    group_dtype = None
+    for i in group:
+        a = args[i] if i < n else None
+        if a.__class__ is Tensor:
+            group_dtype = a._value.dtype
+            break
+        if a is not None and hasattr(a, "_as_tensor") and hasattr(a, "dtype"):
+            try:
+                group_dtype = a.dtype.np_dtype
+            except AttributeError:
+                group_dtype = None
+            break
+    inputs = []
+    group_set = group if isinstance(group, range) else set(group)
+    for i, a in enumerate(args):
+        if a.__class__ is Tensor:
+            inputs.append(a)
+            continue
+        try:
+            if i in group_set and group_dtype is not None and not isinstance(a, np.ndarray):
+                inputs.append(convert_to_tensor(a, dtype=dtypes_lib.from_numpy(group_dtype)))
+            else:
+                inputs.append(convert_to_tensor(a))
+        except TypeError as exc:
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s: input %d (%s) cannot be converted to %s: %s"
+                % (prim.name, i, _describe_value(a),
+                   dtypes_lib.from_numpy(group_dtype).name if group_dtype is not None
+                   else "a tensor", exc)) from None
+    return inputs
+
+
+def _choose_device(prim, inputs):
+    """Scope device if any; else the inputs' device, preferring a GPU when they disagree."""
+    scoped = _state.device
+    if scoped is not None:
+        return scoped
+    if not inputs:
+        return context.CPU0
+    device = inputs[0]._device
+    for t in inputs[1:]:
+        other = t._device
+        if other is not device and other.device_type == "GPU" and device.device_type == "CPU":
+            device = other
+    return device
+
+
+def _check_dtypes(prim, inputs, values, device):
+    group = _group_indices(prim, len(values))
+    first = None
+    for i in group:
+        if i >= len(values):
+            continue
+        dt = values[i].dtype
+        if first is None:
+            first = (i, dt)
+            if not prim.allows_dtype(dt):
+                raise errors.InvalidArgumentError(
+                    None, prim.name,
+                    "%s does not support dtype %s (inputs: %s on %s). Supported: %s.%s"
+                    % (prim.name, _dtname(dt), _describe(inputs), _dev(device),
+                       _supported(prim), _cast_hint(prim)))
+        elif dt != first[1]:
+            raise errors.InvalidArgumentError(
+                None, prim.name,
+                "%s: inputs must have the same dtype, got %s (input %d) and %s (input %d) "
+                "(inputs: %s on %s). eagerflow never promotes dtypes implicitly; cast one "
+                "side with eagerflow.cast(x, %s)."
+                % (prim.name, _dtname(first[1]), first[0], _dtname(dt), i, _describe(inputs),
+                   _dev(device), _dtname(first[1])))
+
+
+def copy_to_device(tensor, device):
+    """Copies a tensor's value to ``device`` (free between logical CPU devices)."""
+    src = tensor._device
+    if src is device:
+        return tensor
+    value = tensor._value
+    if src.backend_index == 0 and device.backend_index == 0:
+        return wrap(value, device)
+    if device.backend_index == 0:
+        return wrap(src.backend.to_numpy(value), device)
+    xp = device.backend.module
+    with xp.cuda.Device(device.physical_index):
+        return wrap(xp.asarray(value), device)
+
+
+def _dtname(np_dtype):
+    dt = dtypes_lib.from_numpy(np_dtype)
+    return dt.name if dt is not None else str(np_dtype)
+
+
+def _dev(device):
+    return device.name if device is not None else "?"
+
+
+def _supported(prim):
+    if prim.dtypes is None:
+        return "all dtypes"
+    return ", ".join(dtypes_lib.as_dtype(d).name for d in prim.dtypes)
+
+
+def _cast_hint(prim):
+    if prim.dtypes and all(dtypes_lib.as_dtype(d).is_floating or dtypes_lib.as_dtype(d).is_complex
+                           for d in prim.dtypes):
+        return " Cast integer inputs first, e.g. eagerflow.cast(x, eagerflow.float32)."
+    return ""
+
+
+def _describe_value(v):
+    if isinstance(v, Tensor):
+        return "%s%s" % (v.dtype.name, list(v._value.shape))
+    shape = getattr(v, "shape", None)
+    dtype = getattr(v, "dtype", None)
+    if shape is not None and dtype is not None:
+        return "%s%s" % (getattr(dtype, "name", dtype), list(shape))
+    text = repr(v)
+    return text if len(text) < 40 else text[:37] + "..."
+
+
+def _describe(inputs):
+    return ", ".join(_describe_value(t) for t in inputs)
+
+
+def _attrs_text(attrs):
+    if not attrs:
+        return ""
+    return " with %s" % ", ".join("%s=%r" % kv for kv in attrs.items())
+
+
+def _translate(prim, inputs, attrs, device, exc):
+    """Turns a kernel's exception into an eagerflow error naming op, shapes, dtypes, device."""
+    where = "%s(%s)%s on %s" % (prim.name, _describe(inputs), _attrs_text(attrs), _dev(device))
+    if isinstance(exc, errors.OpError):
+        if exc.op is None:
+            # Raised by a kernel's own check: add the call site it could not see.
+            exc.op = prim.name
+            exc.message = "%s: %s" % (where, exc.message)
+            exc.args = (exc.message,)
+        return exc
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    name = type(exc).__name__
+    if isinstance(exc, MemoryError) or name in ("OutOfMemoryError", "CUDARuntimeError") and \
+            "memory" in str(exc).lower():
+        return errors.ResourceExhaustedError(
+            None, prim.name, "Out of memory in %s: %s. Reduce the batch or model size." % (
+                where, detail))
+    if "broadcast" in detail or "shapes" in detail or "shape" in detail:
+        fix = " Make the shapes equal or broadcast-compatible (reshape/expand_dims)."
+    elif isinstance(exc, IndexError):
+        fix = " An index is out of range for the input's shape."
+    elif isinstance(exc, np.linalg.LinAlgError) or name == "LinAlgError":
+        fix = " The matrix may be singular or not positive definite."
+    elif isinstance(exc, (TypeError,)) and "ufunc" in detail:
+        fix = " This dtype is not supported by the op."
+    else:
+        fix = ""
+    hint = (" " + prim.hint) if prim.hint else ""
+    return errors.InvalidArgumentError(
+        None, prim.name, "%s failed: %s.%s%s" % (where, detail.rstrip("."), fix, hint))

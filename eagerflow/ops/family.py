@@ -1,0 +1,164 @@
+"""Family factories: the shared defaults of elementwise primitives.
+
+A unary or binary elementwise primitive needs only its name, kernel factory, dtypes,
+gradient and numpy reference; its shape rule (same shape / broadcasting), its test samples
+and its public function come from here.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from eagerflow import dtypes as d
+from eagerflow.ops import registry
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.registry import AbstractValue
+
+FLOAT = (d.float16, d.bfloat16, d.float32, d.float64)
+COMPLEX = (d.complex64, d.complex128)
+FLOAT_COMPLEX = FLOAT + COMPLEX
+SIGNED_INT = (d.int8, d.int16, d.int32, d.int64)
+UNSIGNED_INT = (d.uint8, d.uint16, d.uint32, d.uint64)
+INT = SIGNED_INT + UNSIGNED_INT
+REAL = FLOAT + INT
+NUMERIC = REAL + COMPLEX
+BOOL = (d.bool,)
+ALL = NUMERIC + BOOL
+
+UNARY_SHAPES = [(), (0,), (5,), (2, 3), (2, 1, 3)]
+BINARY_SHAPES = [((), ()), ((5,), (5,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)),
+                 ((0,), (0,)), ((3, 1, 2), (4, 1))]
+
+
+def broadcast_shapes(*shapes):
+    """Broadcasts static shapes whose dims may be None (unknown)."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(rank):
+        dim = 1
+        for s in shapes:
+            k = axis - (rank - len(s))
+            if k < 0:
+                continue
+            v = s[k]
+            if v == 1:
+                continue
+            if v is None:
+                dim = None if dim in (1, None) else dim
+            elif dim in (1, None):
+                dim = v
+            elif dim != v:
+                raise ValueError("shapes %s are not broadcast-compatible" % (list(shapes),))
+        out.append(dim)
+    return tuple(out)
+
+
+def _sample_values(rng, shape, dtype, domain):
+    low, high = domain
+    np_dt = dtype.np_dtype
+    if dtype.is_bool:
+        return rng.random(shape) > 0.5
+    if dtype.is_integer:
+        lo = max(int(low), int(np.iinfo(np_dt).min))
+        hi = min(int(high), int(np.iinfo(np_dt).max))
+        return rng.integers(lo, hi + 1, size=shape).astype(np_dt)
+    values = rng.uniform(low, high, size=shape)
+    if dtype.is_complex:
+        values = values + 1j * rng.uniform(low, high, size=shape)
+    return np.asarray(values).astype(np_dt)
+
+
+def unary_samples(domain):
+    def samples(rng, dtype):
+        return [((_sample_values(rng, s, dtype, domain),), {}) for s in UNARY_SHAPES]
+    return samples
+
+
+def binary_samples(domain, domain_y=None):
+    domain_y = domain_y or domain
+
+    def samples(rng, dtype):
+        return [((_sample_values(rng, a, dtype, domain), _sample_values(rng, b, dtype, domain_y)),
+                 {}) for a, b in BINARY_SHAPES]
+    return samples
+
+
+def unary(name, forward, *, dtypes=FLOAT_COMPLEX, out_dtype=None, reference=None,
+          domain=(-3.0, 3.0), vjp=None, saves=None, **kwargs):
+    """Declares a unary elementwise primitive (same shape; dtype kept or ``out_dtype``)."""
+
+    def shape_fn(x, **attrs):
+        return AbstractValue(x.shape, out_dtype or x.dtype)
+
+    kwargs.setdefault("samples", unary_samples(domain))
+    return registry.primitive(
+        name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
+        saves=saves, family=kwargs.pop("family", "math"), **kwargs)
+
+
+def binary(name, forward, *, dtypes=NUMERIC, out_dtype=None, reference=None,
+           domain=(-3.0, 3.0), domain_y=None, vjp=None, saves=None, **kwargs):
+    """Declares a broadcasting binary elementwise primitive."""
+
+    def shape_fn(x, y, **attrs):
+        return AbstractValue(broadcast_shapes(x.shape, y.shape), out_dtype or x.dtype)
+
+    kwargs.setdefault("samples", binary_samples(domain, domain_y))
+    return registry.primitive(
+        name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
+        saves=saves, family=kwargs.pop("family", "math"), **kwargs)
+
+
+def public_unary(prim, pyname, summary, example=None):
+    """Builds the public function ``pyname(x, name=None)`` for a unary primitive."""
+
+    def op(x, name=None):
+        return execute(prim, (x,))
+
+    _finish(op, pyname, summary, example, "x")
+    return op
+
+
+def public_binary(prim, pyname, summary, example=None):
+    """Builds the public function ``pyname(x, y, name=None)`` for a binary primitive."""
+
+    def op(x, y, name=None):
+        return execute(prim, (x, y))
+
+    _finish(op, pyname, summary, example, "x, y")
+    return op
+
+
+def _finish(fn, pyname, summary, example, argnames):
+    fn.__name__ = fn.__qualname__ = pyname
+    fn.__module__ = "eagerflow.math"
+    lines = [summary, "", "Args:"]
+    for arg in argnames.split(", "):
+        lines.append("    %s: A Tensor or a value convertible to one." % arg)
+    lines += ["    name: Unused (TF compatibility).", "", "Returns:",
+              "    A Tensor of the broadcast shape.", ""]
+    if example:
+        lines += ["Example:", "    >>> import eagerflow as ef"]
+        lines += ["    " + line for line in example.strip().splitlines()]
+    fn.__doc__ = "\n".join(lines)
+
+
+def normalize_axis(axis, ndim, op_name):
+    """Validates an int axis against a rank and returns it non-negative."""
+    from eagerflow import errors
+
+    try:
+        axis = int(axis)
+    except (TypeError, ValueError):
+        raise errors.InvalidArgumentError(
+            None, op_name, "%s: axis must be an int, got %r" % (op_name, axis)) from None
+    if not -ndim <= axis < max(ndim, 1) and not (ndim == 0 and axis in (0, -1)):
+        raise errors.InvalidArgumentError(
+            None, op_name, "%s: axis %d is out of range for a tensor of rank %d (valid: "
+            "[%d, %d])." % (op_name, axis, ndim, -ndim, ndim - 1))
+    return axis % ndim if ndim else 0
+
+

@@ -1,0 +1,252 @@
+"""The op registry: one declaration per primitive.
+
+A :class:`Primitive` holds everything the system knows about an operation:
+
+* ``forward``: a kernel factory ``forward(xp) -> kernel``. ``xp`` is a
+  :class:`eagerflow.backend.Backend` (numpy on CPU, cupy on GPU, the same code for both);
+  the kernel takes the input arrays positionally and attributes as keywords. The factory
+  runs once per backend, so ``forward=lambda xp: xp.add`` costs nothing per call.
+* ``shape_fn``: the abstract evaluation rule ``shape_fn(*avals, **attrs) -> aval(s)`` used by
+  tracing; families supply defaults (broadcasting for elementwise ops).
+* ``vjp`` and ``saves``: the gradient rule ``vjp(g, *inputs, out, **attrs)`` and the inputs
+  (by index) and/or ``"out"`` it reads, which is all the tape keeps alive.
+* ``reference`` and ``samples``: a numpy reference and a sample-input generator, driving the
+  test sweeps.
+
+Everything else (public functions, graph nodes, executor kernels, test sweeps) is derived
+from this table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eagerflow import dtypes as dtypes_lib
+from eagerflow import errors
+
+__all__ = ["Primitive", "register", "get", "all_primitives", "AbstractValue", "defvjp"]
+
+_REGISTRY = {}
+
+ALL = frozenset(d.np_dtype for d in dtypes_lib.ALL_DTYPES if d.name != "bfloat16")
+
+
+def dtype_set(dts):
+    """A frozenset of numpy dtypes for a collection of DTypes (None means all dtypes)."""
+    if dts is None:
+        return ALL | _bfloat16_if_loaded()
+    out = set()
+    for d in dts:
+        d = dtypes_lib.as_dtype(d)
+        if d.name == "bfloat16":
+            continue  # added lazily when ml_dtypes is first imported
+        out.add(d.np_dtype)
+    return frozenset(out)
+
+
+def _bfloat16_if_loaded():
+    np_dt = dtypes_lib.bfloat16._np
+    return frozenset() if np_dt is None else frozenset([np_dt])
+
+
+class AbstractValue:
+    """The static description of a value during tracing: a shape (None dims allowed), a dtype.
+
+    Attributes:
+        shape: A tuple of ints/None, or None for unknown rank.
+        dtype: A DType.
+    """
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = None if shape is None else tuple(shape)
+        self.dtype = dtypes_lib.as_dtype(dtype)
+
+    @property
+    def ndim(self):
+        return None if self.shape is None else len(self.shape)
+
+    def __eq__(self, other):
+        return (isinstance(other, AbstractValue) and self.shape == other.shape
+                and self.dtype is other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype.name))
+
+    def __repr__(self):
+        return "%s%s" % (self.dtype.name, list(self.shape) if self.shape is not None else "[?]")
+
+
+class Primitive:
+    """One primitive operation. See the module docstring for the fields.
+
+    Args:
+        name: The op type name used in graphs, e.g. ``"AddV2"``.
+        forward: Kernel factory ``forward(xp) -> kernel``.
+        dtypes: DTypes accepted for the inputs of ``dtype_group`` (None: any).
+        dtype_group: Indices of inputs that must share one dtype; ``"all"`` (default) means
+            every input, ``()`` none. Python scalars in the group take the group's dtype.
+        num_outputs: Number of outputs (1, n, or a callable of the attrs).
+        shape_fn: Abstract evaluation rule; None uses the family default or evaluates the
+            kernel on zero-strided dummies.
+        vjp: Gradient rule, or None for a non-differentiable primitive.
+        saves: What the VJP reads: input indices and/or ``"out"``. Default: all inputs.
+        reference: numpy reference implementation (tests).
+        samples: ``samples(rng, dtype) -> list of (args, attrs)`` for the test sweeps.
+        sweep_dtypes: DTypes the sweep tries (defaults to float32/float64 ∩ ``dtypes``).
+        family: The family module's short name ("math", "array", ...).
+        stateful: True for ops with side effects or hidden state (random, prints).
+        variadic: True when the inputs are a list of any length (add_n, concat).
+        hint: Extra advice appended to error messages.
+        tolerance: ``{dtype_name: (rtol, atol)}`` overrides for the sweeps.
+        bad_samples: ``bad_samples(rng) -> list of (args, attrs, exception class)``: inputs
+            that must be rejected with that eagerflow error (the bad-input sweep adds dtype
+            and shape mismatches on its own).
+        grad_samples: ``grad_samples(rng) -> list of (args, attrs)`` in float64 for the
+            gradient check, when ``samples`` would hit non-smooth points or bad domains.
+    """
+
+    __slots__ = (
+        "name", "forward", "kernels", "dtypes", "accepts", "dtype_group", "num_outputs",
+        "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
+        "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
+        "single", "grad_dtypes", "doc", "jvp", "bad_samples", "grad_samples", "__weakref__",
+    )
+
+    def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
+                 shape_fn=None, vjp=None, saves=None, reference=None, samples=None,
+                 sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
+                 tolerance=None, doc="", bad_samples=None, grad_samples=None):
+        self.name = name
+        self.forward = forward
+        self.kernels = [None, None]
+        self.dtypes = dtypes
+        self.accepts = dtype_set(dtypes)
+        self.dtype_group = dtype_group
+        self.num_outputs = num_outputs
+        self.single = num_outputs == 1
+        self.shape_fn = shape_fn
+        self.reference = reference
+        self.samples = samples
+        self.sweep_dtypes = sweep_dtypes
+        self.family = family
+        self.stateful = stateful
+        self.variadic = variadic
+        self.hint = hint
+        self.tolerance = tolerance or {}
+        self.doc = doc
+        self.jvp = None
+        self.bad_samples = bad_samples
+        self.grad_samples = grad_samples
+        # The eager fast path handles prims whose every input shares one dtype.
+        self.fast = dtype_group == "all" and not variadic
+        self.set_vjp(vjp, saves)
+
+    def set_vjp(self, vjp, saves=None):
+        """Sets the gradient rule and what it reads (see ``defvjp``)."""
+        self.vjp = vjp
+        if saves is None:
+            saves = ("all",)
+        self.saves = tuple(saves)
+        self.saves_out = "out" in self.saves
+        self.saves_inputs = "all" if "all" in self.saves else tuple(
+            s for s in self.saves if s != "out")
+
+    @property
+    def differentiable(self):
+        return self.vjp is not None
+
+    def kernel(self, backend):
+        """The kernel for ``backend``, built on first use and cached."""
+        k = self.kernels[backend.index]
+        if k is None:
+            k = self.forward(backend)
+            self.kernels[backend.index] = k
+        return k
+
+    def outputs_count(self, attrs):
+        n = self.num_outputs
+        return n(attrs) if callable(n) else n
+
+    def allows_dtype(self, np_dtype):
+        if np_dtype in self.accepts:
+            return True
+        if np_dtype.name == "bfloat16" and (
+                self.dtypes is None or dtypes_lib.bfloat16 in self.dtypes):
+            return True
+        return False
+
+    def __repr__(self):
+        return "<Primitive %s>" % self.name
+
+
+def register(prim):
+    """Adds a primitive to the registry; a name can be declared only once."""
+    if prim.name in _REGISTRY:
+        raise errors.InternalError(None, prim.name, "Primitive %r is declared twice" % prim.name)
+    _REGISTRY[prim.name] = prim
+    return prim
+
+
+def primitive(name, forward, **kwargs):
+    """Declares and registers a primitive in one call; returns it."""
+    return register(Primitive(name, forward, **kwargs))
+
+
+def defvjp(prim, saves=None):
+    """Decorator that attaches a gradient rule to ``prim``.
+
+    Example:
+        >>> # @defvjp(TANH, saves=("out",))
+        >>> # def _(g, x, out): return g * (1 - out * out)
+    """
+
+    def attach(fn):
+        prim.set_vjp(fn, saves)
+        return fn
+
+    return attach
+
+
+def get(name):
+    """Looks up a primitive by op name; NotFoundError names close matches."""
+    prim = _REGISTRY.get(name)
+    if prim is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=3)
+        raise errors.NotFoundError(
+            None, name, "Op type not registered: %r.%s" % (
+                name, " Did you mean %s?" % ", ".join(close) if close else ""))
+    return prim
+
+
+def all_primitives():
+    """All registered primitives, in declaration order."""
+    return list(_REGISTRY.values())
+
+
+def zero_avals_eval(prim, avals, attrs):
+    """Default abstract evaluation: run the numpy kernel on zero-strided dummy arrays.
+
+    ``np.broadcast_to`` of a 0-d zero costs no memory whatever the shape, so this is
+    cheap; unknown dimensions are evaluated as 1 and mapped back to None when they
+    come through unchanged.
+    """
+    from eagerflow.backend import numpy_backend
+
+    dummies = []
+    for aval in avals:
+        if aval.shape is None:
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s needs inputs of known rank to trace." % prim.name)
+        shape = tuple(1 if d is None else d for d in aval.shape)
+        dummies.append(np.broadcast_to(np.zeros((), aval.dtype.np_dtype), shape))
+    kernel = prim.kernel(numpy_backend)
+    with np.errstate(all="ignore"):
+        out = kernel(*dummies, **attrs)
+    if prim.single:
+        out = (out,)
+    return tuple(AbstractValue(np.shape(o), dtypes_lib.from_numpy(np.asarray(o).dtype))
+                 for o in out)

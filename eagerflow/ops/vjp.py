@@ -1,0 +1,48 @@
+"""Calling a primitive's gradient rule: the one place shared by the tape and the checks.
+
+``apply_vjp`` hands the rule only what its ``saves`` declares (everything else is None, so
+a rule that reads an undeclared value fails in the tests), normalizes its result to one
+entry per input, and reduces each broadcast gradient to its input's shape.
+"""
+
+from __future__ import annotations
+
+from eagerflow import errors
+from eagerflow.ops.broadcast import sum_to_shape
+
+
+def saved_inputs(prim, inputs):
+    """The inputs a VJP reads, with None in place of those it does not."""
+    keep = prim.saves_inputs
+    if keep == "all":
+        return tuple(inputs)
+    return tuple(t if i in keep else None for i, t in enumerate(inputs))
+
+
+def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
+    """Runs ``prim.vjp`` and returns one gradient (Tensor or None) per input.
+
+    Args:
+        prim: The Primitive.
+        cotangent: The output cotangent (a tuple for multi-output primitives).
+        inputs: The saved inputs (None where not saved).
+        output: The saved output(s), or None.
+        attrs: The call's attributes.
+        input_shapes: The static shapes of all inputs, for broadcast reduction.
+    """
+    if prim.vjp is None:
+        return (None,) * len(input_shapes)
+    grads = prim.vjp(cotangent, *inputs, output, **attrs)
+    n = len(input_shapes)
+    if n == 1 and not isinstance(grads, (tuple, list)):
+        grads = (grads,)
+    elif not isinstance(grads, (tuple, list)) or len(grads) != n:
+        raise errors.InternalError(
+            None, prim.name, "The gradient rule of %s returned %s for %d inputs"
+            % (prim.name, type(grads).__name__, n))
+    out = []
+    for g, shape in zip(grads, input_shapes):
+        if g is not None and tuple(g.shape) != tuple(shape):
+            g = sum_to_shape(g, shape)
+        out.append(g)
+    return tuple(out)

@@ -1,0 +1,430 @@
+"""The eager Tensor: an immutable value on a device.
+
+A Tensor wraps a numpy array (on a CPU device) or a cupy array (on a GPU device). It never
+changes after creation; operations return new tensors. Python operators (``+``, ``@``,
+``[]``...) are attached by :mod:`eagerflow.ops.operators`, which keeps this module free of
+any dependency on the op library.
+
+Example:
+    >>> import eagerflow as ef
+    >>> t = ef.constant([[1.0, 2.0], [3.0, 4.0]])
+    >>> t.shape, t.dtype, t.device
+    (TensorShape([2, 2]), tf.float32, '/job:localhost/replica:0/task:0/device:CPU:0')
+    >>> (t * 2)[1, 0].numpy()
+    np.float32(6.0)
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from eagerflow import dtypes as dtypes_lib
+from eagerflow import errors
+from eagerflow.framework import context
+from eagerflow.tensor_shape import TensorShape
+
+__all__ = ["Tensor", "convert_to_tensor", "constant", "is_tensor"]
+
+_new = object.__new__
+_from_numpy = dtypes_lib.from_numpy
+
+
+class Tensor:
+    """An immutable multi-dimensional array on a device.
+
+    Create tensors with :func:`eagerflow.constant` or :func:`eagerflow.convert_to_tensor`,
+    or as the results of operations.
+    """
+
+    __slots__ = ("_value", "_device", "_tid", "__weakref__")
+    # Operator methods are set in eagerflow.ops.operators; this flag tells numpy to defer
+    # to them (``ndarray + Tensor`` calls ``Tensor.__radd__``).
+    __array_priority__ = 100
+
+    @property
+    def shape(self):
+        """The static shape as a TensorShape."""
+        return TensorShape(self._value.shape)
+
+    @property
+    def dtype(self):
+        """The element type as an eagerflow DType."""
+        return _from_numpy(self._value.dtype)
+
+    @property
+    def device(self):
+        """The full name of the device holding the value."""
+        return self._device.name
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    @property
+    def rank(self):
+        return self._value.ndim
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def backing_device(self):
+        return self._device.name
+
+    def numpy(self):
+        """Returns the value as a numpy array (a copy) or numpy scalar for 0-d tensors.
+
+        The copy keeps the tensor immutable: changing the returned array never changes the
+        tensor. Use ``np.asarray(t)`` for a read-only view without a copy.
+        """
+        value = self._value
+        if self._device.backend_index:
+            return self._device.backend.to_numpy(value)[()]
+        if isinstance(value, np.ndarray):
+            return value.copy() if value.ndim else value[()]
+        return value
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if self._device.backend_index:
+            value = self._device.backend.to_numpy(value)
+        value = np.asarray(value)
+        if dtype is not None and value.dtype != dtype:
+            return value.astype(dtype)
+        if copy:
+            return value.copy()
+        if value.flags.writeable and value.base is None and copy is None:
+            # Hand out a read-only view so that numpy code cannot mutate the tensor.
+            value = value.view()
+            value.flags.writeable = False
+        return value
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def item(self):
+        return self._value.item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __len__(self):
+        shape = self._value.shape
+        if not shape:
+            raise TypeError("len() of a scalar (0-d) tensor is not defined.")
+        return shape[0]
+
+    def _scalar(self, kind):
+        if self._value.ndim:
+            if self._value.size == 1 and kind is builtins.bool:
+                pass
+            else:
+                raise TypeError(
+                    "Only scalar tensors convert to Python %s; this tensor has shape %s. "
+                    "Reduce it first (e.g. reduce_any/reduce_all) or index one element."
+                    % (kind.__name__, tuple(self._value.shape)))
+        return kind(self._value.item() if self._device.backend_index == 0
+                    else self._device.backend.to_numpy(self._value).item())
+
+    def __bool__(self):
+        if self._value.ndim and self._value.size != 1:
+            raise ValueError(
+                "The truth value of a tensor with shape %s is ambiguous. Use reduce_any or "
+                "reduce_all; inside @function use eagerflow.cond." % (tuple(self._value.shape),))
+        return self._scalar(builtins.bool)
+
+    def __float__(self):
+        return self._scalar(float)
+
+    def __int__(self):
+        return self._scalar(int)
+
+    def __complex__(self):
+        return self._scalar(complex)
+
+    def __index__(self):
+        if self._value.dtype.kind not in "iu" or self._value.ndim:
+            raise TypeError(
+                "Only integer scalar tensors can be used as an index; got dtype %s, shape %s."
+                % (self.dtype.name, tuple(self._value.shape)))
+        return int(self._value.item())
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def ref(self):
+        """A hashable reference to this tensor object (``deref()`` gets it back)."""
+        return _Reference(self)
+
+    def experimental_ref(self):
+        return self.ref()
+
+    def __iter__(self):
+        shape = self._value.shape
+        if not shape:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        return (self[i] for i in range(shape[0]))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self):
+        value = self.numpy()
+        body = np.array2string(np.asarray(value), separator=" ", threshold=1000)
+        if "\n" in body:
+            body = "\n" + body
+        return "<tf.Tensor: shape=%s, dtype=%s, numpy=%s>" % (
+            tuple(self._value.shape), self.dtype.name, body)
+
+    def __str__(self):
+        return "tf.Tensor(%s, shape=%s, dtype=%s)" % (
+            np.array2string(np.asarray(self.numpy()), separator=" ", threshold=1000),
+            tuple(self._value.shape), self.dtype.name)
+
+    def __format__(self, spec):
+        if not spec:
+            return str(self)
+        return format(self.numpy(), spec)
+
+    def __reduce__(self):
+        return constant, (self.numpy(),)
+
+
+class _Reference:
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def deref(self):
+        return self._tensor
+
+    def __eq__(self, other):
+        return isinstance(other, _Reference) and other._tensor is self._tensor
+
+    def __hash__(self):
+        return id(self._tensor)
+
+
+def wrap(value, device):
+    """Makes a Tensor around an array already on ``device`` (no copy, no checks)."""
+    t = _new(Tensor)
+    t._value = value
+    t._device = device
+    t._tid = 0
+    return t
+
+
+def is_tensor(x):
+    """True for eagerflow tensors (eager, symbolic) and variables."""
+    return isinstance(x, Tensor) or getattr(x, "_is_eagerflow_tensor_like", False)
+
+
+# Python's int that does not fit int32 becomes int64, as in TF.
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _infer_python(value):
+    """numpy array for a Python value with TF 2's default dtypes."""
+    try:
+        array = np.asarray(value)
+    except ValueError as exc:
+        raise errors.InvalidArgumentError(
+            None, None, "Cannot convert %s to a tensor: %s. Nested lists must be rectangular."
+            % (_short(value), exc)) from None
+    kind = array.dtype.kind
+    if kind == "f":
+        return array.astype(np.float32) if array.dtype != np.float32 else array
+    if kind in "iu":
+        if array.size and (array.min() < _INT32_MIN or array.max() > _INT32_MAX):
+            return array.astype(np.int64)
+        return array.astype(np.int32)
+    if kind in "bc":
+        return array
+    if kind == "O" and array.size and all(isinstance(v, Tensor) for v in array.flat):
+        return np.asarray([np.asarray(v) for v in array.flat]).reshape(
+            array.shape + np.asarray(array.flat[0]).shape)
+    if kind in "USO":
+        raise errors.UnimplementedError(
+            None, None, "String and object tensors are not supported (got %s)." % _short(value))
+    raise errors.InvalidArgumentError(None, None, "Cannot convert %s to a tensor." % _short(value))
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def _place(array, device):
+    """Moves a numpy array to ``device`` (a copy only for a GPU)."""
+    if device.backend_index == 0:
+        return array
+    backend = device.backend
+    with backend.module.cuda.Device(device.physical_index):
+        return backend.module.asarray(array)
+
+
+def _target_device():
+    dev = context.state.device
+    return context.CPU0 if dev is None else dev
+
+
+def _cast_python_value(value, array, dtype):
+    """Casts an inferred array to ``dtype``, refusing lossy casts of Python numbers (TF)."""
+    target = dtype.np_dtype
+    if array.dtype == target:
+        return array
+    if array.dtype.kind in "fc" and target.kind in "iub" and array.size:
+        if not np.all(np.isfinite(array)) or np.any(array != np.round(array.real)):
+            raise TypeError("Cannot convert %s to EagerTensor of dtype %s"
+                            % (_short(value), dtype.name))
+    if array.dtype.kind == "c" and target.kind != "c" and np.any(np.imag(array) != 0):
+        raise TypeError("Cannot convert %s to EagerTensor of dtype %s"
+                        % (_short(value), dtype.name))
+    if target.kind in "iu" and array.dtype.kind in "iu" and array.size:
+        info = np.iinfo(target)
+        if array.min() < info.min or array.max() > info.max:
+            raise TypeError("Cannot convert %s to EagerTensor of dtype %s: out of range"
+                            % (_short(value), dtype.name))
+    with np.errstate(all="ignore"):
+        return array.astype(target)
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """Converts a Python value, numpy array or tensor to a Tensor.
+
+    Args:
+        value: A Tensor, numpy array, Python scalar or (nested) list.
+        dtype: Required dtype. A tensor of another dtype raises; Python values are cast.
+        dtype_hint: A preferred dtype for Python values, used when it fits.
+        name: Unused (TF compatibility).
+
+    Returns:
+        A Tensor on the current device scope's device (CPU:0 outside any scope).
+
+    Raises:
+        InvalidArgumentError: If a tensor's dtype does not match ``dtype``.
+        TypeError: If a Python value cannot be represented in ``dtype``.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.convert_to_tensor([1, 2], dtype=ef.float32).dtype
+        tf.float32
+    """
+    if isinstance(value, Tensor):
+        if dtype is not None and _from_numpy(value._value.dtype) is not dtypes_lib.as_dtype(dtype):
+            raise errors.InvalidArgumentError(
+                None, "convert_to_tensor",
+                "Tensor conversion requested dtype %s for Tensor with dtype %s: %r. Use "
+                "eagerflow.cast to change dtypes explicitly."
+                % (dtypes_lib.as_dtype(dtype).name, value.dtype.name, value))
+        return value
+    convert = getattr(value, "_as_tensor", None)  # variables and tensor-likes
+    if convert is not None:
+        return convert(dtype)
+    dtype = None if dtype is None else dtypes_lib.as_dtype(dtype)
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        array = np.array(value, copy=True)  # copy: later writes must not change the tensor
+        if _from_numpy(array.dtype) is None:
+            raise errors.UnimplementedError(
+                None, None, "numpy dtype %s has no eagerflow equivalent." % array.dtype)
+        if dtype is not None and array.dtype != dtype.np_dtype:
+            with np.errstate(all="ignore"):
+                array = array.astype(dtype.np_dtype)
+    elif hasattr(value, "__dlpack__") and not isinstance(value, (list, tuple)):
+        return from_dlpack(value) if dtype is None else convert_to_tensor(
+            from_dlpack(value), dtype)
+    else:
+        array = _infer_python(value)
+        if dtype is None and dtype_hint is not None:
+            hint = dtypes_lib.as_dtype(dtype_hint)
+            try:
+                array = _cast_python_value(value, array, hint)
+            except TypeError:
+                pass
+        elif dtype is not None:
+            array = _cast_python_value(value, array, dtype)
+    return wrap(_place(array, _target_device()), _target_device())
+
+
+def constant(value, dtype=None, shape=None, name="Const"):
+    """Creates a constant tensor from a Python value or numpy array.
+
+    Args:
+        value: A scalar, (nested) list or numpy array.
+        dtype: Optional element type; Python values are cast to it.
+        shape: Optional shape. A scalar is broadcast to it; otherwise the number of
+            elements must match and the value is reshaped.
+        name: Unused (TF compatibility).
+
+    Returns:
+        A Tensor.
+
+    Raises:
+        TypeError: If the value cannot be represented in ``dtype``.
+        InvalidArgumentError: If ``shape`` does not fit the value.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.constant(0.5, shape=[2, 2]).numpy().tolist()
+        [[0.5, 0.5], [0.5, 0.5]]
+    """
+    if isinstance(value, Tensor) and dtype is not None:
+        value = value.numpy()
+    tensor = convert_to_tensor(value, dtype=dtype)
+    if dtype is not None and tensor.dtype is not dtypes_lib.as_dtype(dtype):
+        tensor = convert_to_tensor(np.asarray(tensor.numpy()).astype(
+            dtypes_lib.as_dtype(dtype).np_dtype))
+    if shape is None:
+        return tensor
+    shape = tuple(TensorShape(shape).as_list())
+    array = tensor._value
+    if array.size == 1 and int(np.prod(shape)) != 1:
+        xp = tensor._device.backend
+        return wrap(xp.full(shape, array.reshape(()), dtype=array.dtype), tensor._device)
+    if int(np.prod(shape)) != array.size:
+        raise errors.InvalidArgumentError(
+            None, "Const", "constant: value has %d elements, which does not fit shape %s."
+            % (array.size, list(shape)))
+    return wrap(array.reshape(shape), tensor._device)
+
+
+def from_dlpack(capsule_or_array):
+    """Wraps an array exported through DLPack (numpy, cupy, torch...) without a copy.
+
+    Example:
+        >>> import numpy as np, eagerflow as ef
+        >>> ef.experimental.dlpack.from_dlpack(np.arange(3.0)).numpy().tolist()
+        [0.0, 1.0, 2.0]
+    """
+    obj = capsule_or_array
+    device_type, device_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") \
+        else (1, 0)
+    if int(device_type) == 1:  # kDLCPU
+        array = np.from_dlpack(obj)
+        return wrap(array, context.CPU0)
+    if int(device_type) == 2:  # kDLCUDA
+        backend = context.get_device("GPU", 0).backend
+        array = backend.module.from_dlpack(obj)
+        for dev in context.logical_devices("GPU"):
+            if dev.physical_index == int(device_id):
+                return wrap(array, dev)
+        return wrap(array, context.get_device("GPU", int(device_id)))
+    raise errors.UnimplementedError(
+        None, "from_dlpack", "DLPack device type %s is not supported (CPU and CUDA are)."
+        % device_type)
+
+
+def to_dlpack(tensor):
+    """Returns a DLPack capsule of the tensor's buffer (no copy)."""
+    return tensor._value.__dlpack__()
+
+

@@ -7,6 +7,7 @@ False exactly when no device scope, tape or trace is active on the thread.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 
@@ -63,7 +64,7 @@ class Device:
 
 class _ThreadState(threading.local):
     # Class attributes are each thread's initial values.
-    slow = False  # True while any of the below is active; the eager fast path checks only this
+    slow = False  # True inside a device scope or a trace: the eager fast path checks this
     device_spec = None  # merged DeviceSpec of the enclosing ``device`` scopes, or None
     device = None  # the local Device that spec resolves to (None when no scope)
     tapes = ()  # active GradientTapes, innermost last
@@ -71,10 +72,18 @@ class _ThreadState(threading.local):
     name_scope = ""
 
     def refresh(self):
-        self.slow = bool(self.device_spec is not None or self.tapes or self.trace is not None)
+        # Tapes do not make the path slow: dispatch checks input ids after the kernel runs.
+        self.slow = bool(self.device_spec is not None or self.trace is not None)
 
 
 state = _ThreadState()
+
+# Ids that link tensors and variables to tape records; 0 means "never watched".
+new_id = itertools.count(1).__next__
+
+# Set by eagerflow.tape: called as hook(variable, tensor) when a variable is read while a
+# tape is active (variables live below the tape, so the tape plugs itself in here).
+variable_read_hook = None
 
 
 class _Config:

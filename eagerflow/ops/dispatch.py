@@ -51,7 +51,8 @@ def execute(prim, args, attrs=_EMPTY):
     Returns:
         A Tensor, or a tuple of Tensors for multi-output primitives.
     """
-    if not _state.slow and prim.fast:
+    st = _state
+    if not st.slow and prim.fast:
         n = len(args)
         if n == 2:
             x, y = args
@@ -72,8 +73,11 @@ def execute(prim, args, attrs=_EMPTY):
                             t._value = out
                             t._device = device
                             t._tid = 0
-                            return t
-                        return tuple([wrap(o, device) for o in out])
+                        else:
+                            t = tuple([wrap(o, device) for o in out])
+                        if st.tapes and (x._tid or y._tid) and _tape_recorder is not None:
+                            _tape_recorder(st.tapes, prim, args, attrs, t)
+                        return t
         elif n == 1:
             x = args[0]
             if x.__class__ is Tensor:
@@ -91,8 +95,11 @@ def execute(prim, args, attrs=_EMPTY):
                             t._value = out
                             t._device = device
                             t._tid = 0
-                            return t
-                        return tuple([wrap(o, device) for o in out])
+                        else:
+                            t = tuple([wrap(o, device) for o in out])
+                        if st.tapes and x._tid and _tape_recorder is not None:
+                            _tape_recorder(st.tapes, prim, args, attrs, t)
+                        return t
     return _execute_general(prim, args, attrs)
 
 

@@ -1,0 +1,258 @@
+"""``eagerflow.config``: devices and execution settings, named as in ``tf.config``.
+
+Splitting the CPU into several logical devices is how multi-device code is tested on a
+machine with one CPU:
+
+Example:
+    >>> import eagerflow as ef
+    >>> cpus = ef.config.list_physical_devices("CPU")
+    >>> cpus[0].device_type
+    'CPU'
+"""
+
+from __future__ import annotations
+
+import collections
+
+from eagerflow import errors
+from eagerflow.framework import context
+
+__all__ = [
+    "PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration", "list_physical_devices",
+    "list_logical_devices", "set_logical_device_configuration",
+    "get_logical_device_configuration", "set_soft_device_placement",
+    "get_soft_device_placement", "set_log_device_placement", "get_log_device_placement",
+    "run_functions_eagerly", "functions_run_eagerly", "experimental", "threading",
+    "get_visible_devices", "set_visible_devices",
+]
+
+PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
+LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
+
+
+class LogicalDeviceConfiguration:
+    """The configuration of one logical device (``memory_limit`` in MiB for GPUs)."""
+
+    def __init__(self, memory_limit=None, experimental_priority=None,
+                 experimental_device_ordinal=None):
+        self.memory_limit = memory_limit
+        self.experimental_priority = experimental_priority
+        self.experimental_device_ordinal = experimental_device_ordinal
+
+    def __repr__(self):
+        return "LogicalDeviceConfiguration(memory_limit=%r)" % (self.memory_limit,)
+
+    def __eq__(self, other):
+        return isinstance(other, LogicalDeviceConfiguration) and \
+            self.memory_limit == other.memory_limit
+
+
+_cpu_config = None
+_gpu_configs = {}
+
+
+def list_physical_devices(device_type=None):
+    """Lists the physical devices: one CPU, and each CUDA GPU cupy can see.
+
+    Args:
+        device_type: ``"CPU"``, ``"GPU"`` or None for all.
+
+    Returns:
+        A list of PhysicalDevice(name, device_type).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> [d.name for d in ef.config.list_physical_devices("CPU")]
+        ['/physical_device:CPU:0']
+    """
+    out = []
+    kind = None if device_type is None else device_type.upper()
+    if kind in (None, "CPU"):
+        out.append(PhysicalDevice("/physical_device:CPU:0", "CPU"))
+    if kind in (None, "GPU"):
+        out += [PhysicalDevice("/physical_device:GPU:%d" % i, "GPU")
+                for i in range(context.physical_gpu_count())]
+    return out
+
+
+def list_logical_devices(device_type=None):
+    """Lists the logical devices that ops can run on (this freezes the configuration).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.config.list_logical_devices("CPU")[0].name
+        '/device:CPU:0'
+    """
+    kind = None if device_type is None else device_type.upper()
+    out = []
+    for t in ("CPU", "GPU"):
+        if kind in (None, t):
+            if t == "GPU" and kind is None and context.physical_gpu_count() == 0:
+                continue
+            out += [LogicalDevice("/device:%s:%d" % (t, d.index), t)
+                    for d in context.logical_devices(t)]
+    return out
+
+
+def _physical(device):
+    if isinstance(device, PhysicalDevice):
+        return device
+    if isinstance(device, str):
+        for d in list_physical_devices():
+            if d.name == device:
+                return d
+    raise errors.InvalidArgumentError(
+        None, None, "Unrecognized physical device %r; use one from "
+        "config.list_physical_devices()." % (device,))
+
+
+def set_logical_device_configuration(device, logical_devices):
+    """Splits a physical device into logical devices.
+
+    Must run before that device type is used by any op (as in TF).
+
+    Args:
+        device: A PhysicalDevice from ``list_physical_devices``.
+        logical_devices: A list of LogicalDeviceConfiguration, or None to reset.
+
+    Raises:
+        RuntimeError: If the devices were already initialized.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> cpu = ef.config.list_physical_devices("CPU")[0]
+        >>> ef.config.get_logical_device_configuration(cpu) is None
+        True
+    """
+    global _cpu_config
+    device = _physical(device)
+    if context.config.devices_initialized.get(device.device_type):
+        raise RuntimeError(
+            "Virtual devices cannot be modified after being initialized: set the logical "
+            "device configuration at program start, before any op runs on a %s."
+            % device.device_type)
+    configs = None if logical_devices is None else list(logical_devices)
+    if configs is not None and not configs:
+        raise errors.InvalidArgumentError(None, None, "logical_devices must not be empty")
+    if device.device_type == "CPU":
+        _cpu_config = configs
+        context.config.logical_cpu_count = 1 if configs is None else len(configs)
+    else:
+        index = int(device.name.rsplit(":", 1)[1])
+        if configs is None:
+            _gpu_configs.pop(index, None)
+        else:
+            _gpu_configs[index] = configs
+        layout = []
+        for i in range(context.physical_gpu_count()):
+            for cfg in _gpu_configs.get(i, [LogicalDeviceConfiguration()]):
+                layout.append((i, cfg.memory_limit))
+        context.config.logical_gpu_layout = layout
+    # CPU:0 exists from import; its identity must survive, so keep the interned object.
+
+
+def get_logical_device_configuration(device):
+    """Returns the logical configuration set for a physical device, or None."""
+    device = _physical(device)
+    if device.device_type == "CPU":
+        return _cpu_config
+    return _gpu_configs.get(int(device.name.rsplit(":", 1)[1]))
+
+
+set_virtual_device_configuration = set_logical_device_configuration
+get_virtual_device_configuration = get_logical_device_configuration
+
+
+def get_visible_devices(device_type=None):
+    return list_physical_devices(device_type)
+
+
+def set_visible_devices(devices, device_type=None):
+    """Accepted for compatibility; every listed device stays visible."""
+    return None
+
+
+def set_soft_device_placement(enabled):
+    """When True (default), an op asked for a missing GPU runs on the CPU instead."""
+    context.config.soft_device_placement = bool(enabled)
+
+
+def get_soft_device_placement():
+    return context.config.soft_device_placement
+
+
+def set_log_device_placement(enabled):
+    """Logs the device each op or graph node is placed on (logger ``eagerflow``)."""
+    context.config.log_device_placement = bool(enabled)
+
+
+def get_log_device_placement():
+    return context.config.log_device_placement
+
+
+def run_functions_eagerly(run_eagerly):
+    """Makes every ``@function`` run its Python eagerly (for debugging)."""
+    context.config.run_functions_eagerly = bool(run_eagerly)
+
+
+def functions_run_eagerly():
+    return context.config.run_functions_eagerly
+
+
+class _Experimental:
+    """``config.experimental``: memory information and aliases."""
+
+    @staticmethod
+    def get_memory_info(device):
+        """Current and peak bytes in use on a GPU: ``{"current": int, "peak": int}``.
+
+        Raises:
+            InvalidArgumentError: For a CPU device (as TF, which tracks GPU memory only).
+        """
+        from eagerflow.framework import memory
+
+        return memory.get_memory_info(device)
+
+    @staticmethod
+    def reset_memory_stats(device):
+        from eagerflow.framework import memory
+
+        return memory.reset_memory_stats(device)
+
+    @staticmethod
+    def set_memory_growth(device, enable):
+        """Accepted for compatibility: GPU memory always grows on demand here."""
+        return None
+
+    @staticmethod
+    def get_memory_growth(device):
+        return True
+
+    set_virtual_device_configuration = staticmethod(set_logical_device_configuration)
+    list_physical_devices = staticmethod(list_physical_devices)
+    list_logical_devices = staticmethod(list_logical_devices)
+
+
+experimental = _Experimental()
+
+
+class _Threading:
+    """``config.threading``: recorded for compatibility (numpy/BLAS own their threads)."""
+
+    _inter = 0
+    _intra = 0
+
+    def set_inter_op_parallelism_threads(self, n):
+        self._inter = int(n)
+
+    def get_inter_op_parallelism_threads(self):
+        return self._inter
+
+    def set_intra_op_parallelism_threads(self, n):
+        self._intra = int(n)
+
+    def get_intra_op_parallelism_threads(self):
+        return self._intra
+
+
+threading = _Threading()

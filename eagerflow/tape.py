@@ -1,0 +1,623 @@
+"""GradientTape: reverse-mode automatic differentiation, with TF 2 semantics.
+
+Every op call goes through ``eagerflow.ops.dispatch.execute``; while a tape is active and
+an op reads a tensor the tape watches, dispatch hands the call to ``_record`` here, which
+appends an entry holding only what the op's gradient rule declared it reads (``saves``).
+``gradient`` walks the entries in reverse (record order is a topological order),
+accumulates cotangents by tensor id, and reduces broadcast gradients in one place
+(``eagerflow.ops.vjp.apply_vjp``). Gradient rules are ordinary op calls, so an outer tape
+records them: nested tapes give higher-order derivatives.
+
+When a requested gradient is None the tape can say why (not watched, not connected, a
+non-differentiable op on the path, an integer dtype, recording stopped): see
+:meth:`GradientTape.explain_none` and the ``eagerflow.tape`` logger. The explanation is
+computed only when a None is returned, so it costs nothing otherwise.
+
+Example:
+    >>> import eagerflow as ef
+    >>> x = ef.constant(3.0)
+    >>> with ef.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = x * x
+    >>> tape.gradient(y, x).numpy()
+    np.float32(6.0)
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+
+from eagerflow import errors
+from eagerflow import nest
+from eagerflow.framework import context
+from eagerflow.ops import dispatch
+from eagerflow.ops.vjp import apply_vjp, saved_inputs
+from eagerflow.tensor import Tensor, convert_to_tensor
+
+__all__ = ["GradientTape", "UnconnectedGradients", "stop_recording_all"]
+
+_log = logging.getLogger("eagerflow.tape")
+_next_id = context.new_id
+_state = context.state
+
+
+class UnconnectedGradients(enum.Enum):
+    """What ``gradient`` returns for a source not connected to the target."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+class _Entry:
+    """One recorded op: what its gradient rule needs, and the ids linking it to others."""
+
+    __slots__ = ("prim", "input_ids", "input_shapes", "input_float", "inputs", "out", "attrs",
+                 "output_ids", "output_meta", "backward")
+
+    def __init__(self, prim, input_ids, input_shapes, input_float, inputs, out, attrs,
+                 output_ids, output_meta, backward=None):
+        self.prim = prim
+        self.input_ids = input_ids
+        self.input_shapes = input_shapes
+        self.input_float = input_float
+        self.inputs = inputs
+        self.out = out
+        self.attrs = attrs
+        self.output_ids = output_ids
+        self.output_meta = output_meta  # (shape, DType, device) per output, for zero fills
+        self.backward = backward  # custom backward (custom_gradient), else None
+
+    @property
+    def name(self):
+        return self.prim.name if self.prim is not None else "CustomGradient"
+
+    @property
+    def differentiable(self):
+        return self.backward is not None or (self.prim is not None and self.prim.vjp is not None)
+
+
+def _is_float(dtype_np):
+    return dtype_np.kind in "fc" or dtype_np.name == "bfloat16"
+
+
+def _assign_id(t):
+    tid = t._tid
+    if not tid:
+        tid = _next_id()
+        t._tid = tid
+    return tid
+
+
+def _record(tapes, prim, inputs, attrs, result):
+    """Dispatch's recorder: adds an entry to each recording tape that watches an input."""
+    outs = result if isinstance(result, tuple) else (result,)
+    entry = None
+    for tape in tapes:
+        if not tape._recording:
+            continue
+        ids = tape._ids
+        for t in inputs:
+            if t._tid in ids:
+                break
+        else:
+            continue
+        if entry is None:
+            entry = _make_entry(prim, inputs, attrs, result, outs)
+        tape._entries.append(entry)
+        ids.update(entry.output_ids)
+
+
+def _make_entry(prim, inputs, attrs, result, outs):
+    input_ids = tuple(t._tid for t in inputs)
+    saved = saved_inputs(prim, inputs) if prim.vjp is not None else ()
+    return _Entry(
+        prim, input_ids, tuple(t._value.shape for t in inputs),
+        tuple(_is_float(t._value.dtype) for t in inputs), saved,
+        result if prim.saves_out and prim.vjp is not None else None, attrs,
+        tuple(_assign_id(o) for o in outs),
+        tuple((o._value.shape, o._value.dtype, o._device) for o in outs))
+
+
+def _variable_read(variable, tensor):
+    """Called when a variable is read under an active tape: auto-watch and link ids."""
+    for tape in _state.tapes:
+        if not tape._recording:
+            continue
+        if variable.trainable and tape._watch_accessed_variables:
+            tape._watch_variable(variable)
+    tensor._tid = variable._tid if variable._tid else 0
+
+
+dispatch.set_tape_recorder(_record)
+context.variable_read_hook = _variable_read
+
+
+class GradientTape:
+    """Records operations for reverse-mode differentiation.
+
+    Args:
+        persistent: If True, ``gradient`` may be called several times (resources are
+            kept until the tape is deleted); otherwise once.
+        watch_accessed_variables: If True (default), trainable variables read while the
+            tape is active are watched automatically.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> w = ef.Variable(2.0)
+        >>> with ef.GradientTape() as tape:
+        ...     loss = w * w * 3.0
+        >>> tape.gradient(loss, w).numpy()
+        np.float32(12.0)
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._persistent = bool(persistent)
+        self._watch_accessed_variables = bool(watch_accessed_variables)
+        self._entries = []
+        self._ids = set()  # ids of every tensor this tape watches or recorded
+        self._watched_ids = set()  # explicitly watched (or accessed-variable) ids
+        self._variables = {}  # variable id -> variable, in watch order
+        self._recording = False
+        self._active = False
+        self._used = False
+        self._stopped = False  # was recording ever stopped (for None explanations)
+
+    # -- recording ------------------------------------------------------------------------
+    def __enter__(self):
+        if self._active:
+            raise errors.FailedPreconditionError(
+                None, None, "This GradientTape is already active; tapes cannot be re-entered.")
+        self._active = True
+        self._recording = True
+        context.push_tape(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._active:
+            context.pop_tape(self)
+        self._active = False
+        self._recording = False
+        return False
+
+    def watch(self, tensor):
+        """Ensures ``tensor`` (a tensor, variable or nested structure of them) is traced.
+
+        Raises:
+            ValueError: If an element is not a tensor or variable.
+        """
+        for t in nest.flatten(tensor):
+            if getattr(t, "_is_variable", False):
+                self._watch_variable(t)
+                continue
+            if not isinstance(t, Tensor):
+                if hasattr(t, "_tid") and hasattr(t, "_value"):  # symbolic tensors
+                    pass
+                else:
+                    raise ValueError(
+                        "GradientTape.watch takes tensors or variables, got %r. Convert "
+                        "it first with eagerflow.convert_to_tensor." % (t,))
+            if not _is_float(t._value.dtype) if hasattr(t._value, "dtype") else False:
+                _log.debug("Watching a tensor of dtype %s: its gradient will be None",
+                           t.dtype.name)
+            tid = _assign_id(t)
+            self._ids.add(tid)
+            self._watched_ids.add(tid)
+
+    def _watch_variable(self, variable):
+        tid = variable._tid
+        if tid not in self._variables:
+            self._variables[tid] = variable
+            self._ids.add(tid)
+            self._watched_ids.add(tid)
+
+    def watched_variables(self):
+        """The variables this tape watches, in the order they were first watched."""
+        return tuple(self._variables.values())
+
+    def stop_recording(self):
+        """A context manager during which ops are not recorded on this tape.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> x = ef.constant(1.0)
+            >>> with ef.GradientTape() as t:
+            ...     t.watch(x)
+            ...     with t.stop_recording():
+            ...         y = x * 2.0
+            >>> t.gradient(y, x) is None
+            True
+        """
+        return _StopRecording(self)
+
+    def reset(self):
+        """Clears everything recorded so far (the tape stays active)."""
+        self._entries = []
+        self._ids = set()
+        self._watched_ids = set()
+        self._variables = {}
+        self._used = False
+
+    # -- differentiation ------------------------------------------------------------------
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """Computes the gradient of ``target`` with respect to ``sources``.
+
+        Args:
+            target: A tensor or nested structure of tensors; several targets are summed.
+            sources: A tensor, variable or nested structure (list, tuple, dict) of them.
+            output_gradients: Optional cotangents, one per target (default: ones).
+            unconnected_gradients: ``"none"`` (default) or ``"zero"`` for unconnected sources.
+
+        Returns:
+            Gradients in the structure of ``sources``; None (or zeros) where unconnected.
+            Integer and bool sources get None, as in TF.
+
+        Raises:
+            RuntimeError: If a non-persistent tape is used twice.
+        """
+        if self._used and not self._persistent:
+            raise RuntimeError(
+                "A non-persistent GradientTape can only be used to compute one set of "
+                "gradients (or jacobians). Use GradientTape(persistent=True) to call "
+                "gradient several times.")
+        unconnected = UnconnectedGradients(
+            unconnected_gradients.value if isinstance(unconnected_gradients,
+                                                      UnconnectedGradients)
+            else str(unconnected_gradients).lower())
+        flat_sources = nest.flatten(sources)
+        flat_targets = nest.flatten(target)
+        seeds = None if output_gradients is None else nest.flatten(output_gradients)
+        if seeds is not None and len(seeds) != len(flat_targets):
+            raise errors.InvalidArgumentError(
+                None, "gradient", "output_gradients has %d entries for %d targets."
+                % (len(seeds), len(flat_targets)))
+        was_recording = self._recording
+        self._recording = False  # our own backward pass is not recorded on this tape
+        try:
+            grads = self._backward(flat_targets, flat_sources, seeds)
+        finally:
+            self._recording = was_recording and self._active
+        self._used = True
+        if not self._persistent:
+            self._entries = []
+        out = []
+        none_indices = []
+        for src, g in zip(flat_sources, grads):
+            if g is None:
+                none_indices.append(len(out))
+                if unconnected is UnconnectedGradients.ZERO and _source_is_float(src):
+                    from eagerflow.ops.arithmetic import zeros_like_t
+
+                    g = zeros_like_t(_source_value(src))
+            out.append(g)
+        if none_indices and _none_warnings_enabled():
+            for i in none_indices:
+                _log.warning("Gradient for source %d (%s) is None: %s", i,
+                             _describe_source(flat_sources[i]),
+                             self._why_none(flat_targets, flat_sources[i]))
+        return nest.pack_sequence_as(sources, out)
+
+    def explain_none(self, target, source):
+        """Says why ``gradient(target, source)`` is (or would be) None.
+
+        Works on a persistent tape, or on any tape right after ``gradient`` for the
+        sources it returned None for.
+
+        Returns:
+            A sentence naming the reason, or None when the gradient exists.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> x = ef.constant(1.0)
+            >>> with ef.GradientTape(persistent=True) as t:
+            ...     y = x * 2.0
+            >>> t.explain_none(y, x)
+            'the source was never watched: call tape.watch(x) (constants are not watched automatically; trainable variables are)'
+        """
+        return self._why_none(nest.flatten(target), source)
+
+    def _backward(self, targets, sources, seeds):
+        from eagerflow.ops.arithmetic import ADD
+
+        source_ids = []
+        for s in sources:
+            if getattr(s, "_is_variable", False):
+                source_ids.append(s._tid if s._tid in self._ids else 0)
+            elif isinstance(s, Tensor) or hasattr(s, "_tid"):
+                source_ids.append(s._tid if s._tid in self._ids else 0)
+            else:
+                raise errors.InvalidArgumentError(
+                    None, "gradient", "Sources must be tensors or variables, got %r." % (s,))
+        wanted = {tid for tid, s in zip(source_ids, sources) if tid and _source_is_float(s)}
+        if not wanted:
+            return [None] * len(sources)
+        entries = self._entries
+        # Forward reachability from the sources prunes entries that cannot matter.
+        reachable = set(wanted)
+        live = []
+        for e in entries:
+            for tid in e.input_ids:
+                if tid in reachable:
+                    reachable.update(e.output_ids)
+                    live.append(e)
+                    break
+        grads = {}
+        for i, t in enumerate(targets):
+            if t is None:
+                continue
+            tid = getattr(t, "_tid", 0)
+            if not tid or tid not in reachable:
+                continue
+            seed = _ones_like(t) if seeds is None or seeds[i] is None else \
+                convert_to_tensor(seeds[i], dtype=t.dtype)
+            grads[tid] = seed if tid not in grads else dispatch.execute(ADD, (grads[tid], seed))
+        for e in reversed(live):
+            cots = [grads.get(tid) for tid in e.output_ids]
+            if all(g is None for g in cots) or not e.differentiable:
+                continue
+            for tid in e.output_ids:
+                if tid not in wanted:
+                    grads.pop(tid, None)  # this cotangent is complete: free it early
+            if len(cots) == 1:
+                cotangent = cots[0]
+            else:
+                cotangent = tuple(g if g is not None else _zeros(meta)
+                                  for g, meta in zip(cots, e.output_meta))
+            if e.backward is not None:
+                in_grads = e.backward(cotangent)
+            else:
+                in_grads = apply_vjp(e.prim, cotangent, e.inputs, e.out, e.attrs,
+                                     e.input_shapes)
+            for tid, g, is_float in zip(e.input_ids, in_grads, e.input_float):
+                if g is None or not tid or tid not in reachable or not is_float:
+                    continue
+                prev = grads.get(tid)
+                grads[tid] = g if prev is None else dispatch.execute(ADD, (prev, g))
+        return [grads.get(tid) if tid in wanted else None for tid in source_ids]
+
+    # -- explanations -----------------------------------------------------------------------
+    def _why_none(self, targets, source):
+        if not _source_is_float(source):
+            dt = getattr(source, "dtype", None)
+            return ("the source has dtype %s: only floating and complex tensors have "
+                    "gradients; cast it to a float first" % getattr(dt, "name", dt))
+        tid = getattr(source, "_tid", 0)
+        if not tid or tid not in self._ids:
+            if getattr(source, "_is_variable", False):
+                if not source.trainable:
+                    return ("the variable %r is not trainable and was not watched: call "
+                            "tape.watch(v)" % source.name)
+                if not self._watch_accessed_variables:
+                    return ("the tape was created with watch_accessed_variables=False and "
+                            "the variable %r was never watched" % source.name)
+                return ("the variable %r was not read while the tape was recording"
+                        % source.name)
+            return ("the source was never watched: call tape.watch(x) (constants are not "
+                    "watched automatically; trainable variables are)")
+        target_ids = {getattr(t, "_tid", 0) for t in targets if t is not None}
+        # Reachability with and without non-differentiable edges.
+        reach_all = {tid}
+        blocking = []
+        reach_diff = {tid}
+        for e in self._entries:
+            if any(i in reach_all for i in e.input_ids):
+                reach_all.update(e.output_ids)
+            diff_inputs = [i for i, f in zip(e.input_ids, e.input_float) if i in reach_diff and f]
+            if diff_inputs:
+                float_out = [o for o, meta in zip(e.output_ids, e.output_meta)
+                             if _is_float(meta[1])]
+                if e.differentiable and float_out:
+                    reach_diff.update(float_out)
+                else:
+                    blocking.append(e)
+        if target_ids & reach_diff:
+            return None
+        if target_ids & reach_all:
+            names = sorted({e.name for e in blocking})
+            return ("a non-differentiable op is on every path from the source to the target "
+                    "(%s); integer outputs and ops such as argmax, comparisons, round and "
+                    "stop_gradient have no gradient" % ", ".join(names or ["integer cast"]))
+        if self._stopped:
+            return ("the target is not connected to the source on this tape; recording was "
+                    "stopped (stop_recording) for part of the computation, which may be why")
+        if not self._entries and not self._persistent and self._used:
+            return "the tape's records were released by the previous gradient call"
+        return ("the target is not connected to the source: no recorded operation leads from "
+                "the source to the target (was the target computed outside the tape, or from "
+                "a copy of the source?)")
+
+    # -- jacobians --------------------------------------------------------------------------
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """The full Jacobian of ``target`` with respect to each source.
+
+        The result for a source of shape S and a target of shape T has shape T + S.
+        Computed with one backward pass per target element (each a one-hot cotangent),
+        which is correct for every op; ``batch_jacobian`` is vectorized over the batch.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> x = ef.constant([1.0, 2.0])
+            >>> with ef.GradientTape() as t:
+            ...     t.watch(x)
+            ...     y = x * x
+            >>> t.jacobian(y, x).numpy().tolist()
+            [[2.0, 0.0], [0.0, 4.0]]
+        """
+        import numpy as np
+
+        from eagerflow.ops.arithmetic import zeros_like_t
+        from eagerflow.tensor import wrap
+
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used once; use "
+                               "persistent=True to compute several jacobians.")
+        flat_sources = nest.flatten(sources)
+        target = convert_to_tensor(target)
+        size = int(np.prod(target._value.shape)) if target._value.shape else 1
+        persistent, self._persistent = self._persistent, True
+        rows = [[] for _ in flat_sources]
+        try:
+            xp = target._device.backend
+            for k in range(size):
+                onehot = xp.zeros(size, dtype=target._value.dtype)
+                onehot[k] = 1
+                seed = wrap(onehot.reshape(target._value.shape), target._device)
+                g = self.gradient(target, flat_sources, output_gradients=[seed],
+                                  unconnected_gradients=unconnected_gradients)
+                for j, gj in enumerate(g):
+                    rows[j].append(gj)
+        finally:
+            self._persistent = persistent
+            self._used = True
+        out = []
+        from eagerflow.ops.array_ops import reshape, stack
+
+        for src, parts in zip(flat_sources, rows):
+            if any(p is None for p in parts):
+                if all(p is None for p in parts):
+                    out.append(None)
+                    continue
+                parts = [p if p is not None else zeros_like_t(_source_value(src)) for p in parts]
+            stacked = stack(parts, axis=0)
+            out.append(reshape(stacked, tuple(target._value.shape) +
+                               tuple(_source_value(src)._value.shape)))
+        return nest.pack_sequence_as(sources, out)
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """Per-example Jacobians: target [B, ...] and source [B, ...] give [B, T..., S...].
+
+        Assumes example b of the target depends only on example b of the source (as TF);
+        one backward pass per target element covers the whole batch at once.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> x = ef.constant([[1.0, 2.0], [3.0, 4.0]])
+            >>> with ef.GradientTape() as t:
+            ...     t.watch(x)
+            ...     y = x * x
+            >>> t.batch_jacobian(y, x).numpy()[1].tolist()
+            [[6.0, 0.0], [0.0, 8.0]]
+        """
+        import numpy as np
+
+        from eagerflow.tensor import wrap
+
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used once.")
+        target = convert_to_tensor(target)
+        tshape = tuple(target._value.shape)
+        if not tshape:
+            raise errors.InvalidArgumentError(
+                None, "batch_jacobian", "batch_jacobian needs a target with a batch dimension")
+        batch = tshape[0]
+        inner = int(np.prod(tshape[1:])) if len(tshape) > 1 else 1
+        src = _source_value(source)
+        if src._value.shape[:1] != (batch,):
+            raise errors.InvalidArgumentError(
+                None, "batch_jacobian", "target batch size %d differs from source shape %s"
+                % (batch, list(src._value.shape)))
+        persistent, self._persistent = self._persistent, True
+        parts = []
+        try:
+            xp = target._device.backend
+            for k in range(inner):
+                onehot = xp.zeros((batch, inner), dtype=target._value.dtype)
+                onehot[:, k] = 1
+                seed = wrap(onehot.reshape(tshape), target._device)
+                g = self.gradient(target, source, output_gradients=[seed],
+                                  unconnected_gradients=unconnected_gradients)
+                parts.append(g)
+        finally:
+            self._persistent = persistent
+            self._used = True
+        if all(p is None for p in parts):
+            return None
+        from eagerflow.ops.arithmetic import zeros_like_t
+        from eagerflow.ops.array_ops import reshape, stack
+
+        parts = [p if p is not None else zeros_like_t(src) for p in parts]
+        stacked = stack(parts, axis=1)  # [B, inner, S...]
+        return reshape(stacked, tshape + tuple(src._value.shape[1:]))
+
+
+def _ones_like(t):
+    from eagerflow.ops.arithmetic import ONES_LIKE
+
+    return dispatch.execute(ONES_LIKE, (t,))
+
+
+def _zeros(meta):
+    from eagerflow.tensor import wrap
+
+    shape, np_dtype, device = meta
+    return wrap(device.backend.zeros(shape, dtype=np_dtype), device)
+
+
+def _source_value(src):
+    if getattr(src, "_is_variable", False):
+        from eagerflow.tensor import wrap
+
+        return wrap(src._value, src._device)
+    return src
+
+
+def _source_is_float(src):
+    value = getattr(src, "_value", None)
+    if value is None:
+        return False
+    return _is_float(value.dtype)
+
+
+def _describe_source(src):
+    name = getattr(src, "name", None) if getattr(src, "_is_variable", False) else None
+    shape = list(getattr(src._value, "shape", ())) if hasattr(src, "_value") else "?"
+    return "variable %r" % name if name else "tensor of shape %s" % (shape,)
+
+
+_warn_none = [False]
+
+
+def set_none_gradient_warnings(enabled):
+    """Logs a warning naming the reason whenever ``gradient`` returns None (default off).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.autodiff.set_none_gradient_warnings(False)
+    """
+    _warn_none[0] = bool(enabled)
+
+
+def _none_warnings_enabled():
+    return _warn_none[0]
+
+
+class _StopRecording:
+    def __init__(self, tape):
+        self._tape = tape
+
+    def __enter__(self):
+        if not self._tape._recording:
+            raise ValueError("Tape.stop_recording() is only valid while the tape is recording.")
+        self._tape._recording = False
+        self._tape._stopped = True
+
+    def __exit__(self, *exc):
+        self._tape._recording = self._tape._active
+        return False
+
+
+class stop_recording_all:  # noqa: N801 - used like a function-style context manager
+    """Pauses every active tape on this thread (used by custom_gradient)."""
+
+    def __enter__(self):
+        self._paused = [t for t in _state.tapes if t._recording]
+        for t in self._paused:
+            t._recording = False
+
+    def __exit__(self, *exc):
+        for t in self._paused:
+            t._recording = t._active
+        return False

@@ -1,0 +1,525 @@
+"""``eagerflow.Variable``: mutable state, created through a creator stack.
+
+A variable holds an array that ``assign`` replaces (it never mutates an array a tensor may
+share, so tensors read earlier keep their values). Variables are made through a stack of
+creators (``variable_creator_scope``): a distribution strategy pushes a creator that returns
+mirrored or remote variables, so model code never needs to know which kind it got.
+
+Example:
+    >>> import eagerflow as ef
+    >>> v = ef.Variable([1.0, 2.0], name="v")
+    >>> v.assign_add([1.0, 1.0]).numpy().tolist()
+    [2.0, 3.0]
+    >>> (v * 2).numpy().tolist()
+    [4.0, 6.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+
+import numpy as np
+
+from eagerflow import dtypes as dtypes_lib
+from eagerflow import errors
+from eagerflow.framework import context
+from eagerflow.tensor import Tensor, convert_to_tensor, wrap
+from eagerflow.tensor_shape import TensorShape
+
+__all__ = ["Variable", "VariableAggregation", "VariableSynchronization",
+           "variable_creator_scope"]
+
+_state = context.state
+
+
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable's copies are synchronized."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """How updates from several replicas are combined."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+
+
+class _CreatorStack(threading.local):
+    stack = ()
+
+
+_creators = _CreatorStack()
+
+
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Pushes ``variable_creator(next_creator, **kwargs)`` for variables made in the block.
+
+    A creator may change the keyword arguments, return another variable-like object, or
+    call ``next_creator(**kwargs)`` to continue down the stack.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> def not_trainable(next_creator, **kwargs):
+        ...     kwargs["trainable"] = False
+        ...     return next_creator(**kwargs)
+        >>> with ef.variable_creator_scope(not_trainable):
+        ...     v = ef.Variable(1.0)
+        >>> v.trainable
+        False
+    """
+    previous = _creators.stack
+    _creators.stack = previous + (variable_creator,)
+    try:
+        yield
+    finally:
+        _creators.stack = previous
+
+
+class _VariableMeta(type):
+    """Routes ``Variable(...)`` through the creator stack (innermost creator first)."""
+
+    def __call__(cls, *args, **kwargs):
+        if cls is not Variable or not _creators.stack:
+            return super().__call__(*args, **kwargs)
+        kwargs = _bind_args(args, kwargs)
+
+        def base(**kw):
+            return type.__call__(Variable, **kw)
+
+        creator = base
+        for fn in _creators.stack:  # outermost wraps first, so innermost runs first
+            creator = (lambda f, nxt: lambda **kw: f(nxt, **kw))(fn, creator)
+        return creator(**kwargs)
+
+
+_ARG_NAMES = ("initial_value", "trainable", "validate_shape", "caching_device", "name",
+              "variable_def", "dtype", "import_scope", "constraint", "synchronization",
+              "aggregation", "shape")
+
+
+def _bind_args(args, kwargs):
+    out = dict(zip(_ARG_NAMES, args))
+    out.update(kwargs)
+    return out
+
+
+_name_counts = {}
+_name_lock = threading.Lock()
+
+
+def _unique_name(base):
+    """'v', then 'v_1', 'v_2'... (scoped names included), so every variable has its own."""
+    scope = _state.name_scope
+    full = scope + base if scope else base
+    with _name_lock:
+        count = _name_counts.get(full, 0)
+        _name_counts[full] = count + 1
+    return full if count == 0 else "%s_%d" % (full, count)
+
+
+class Variable(metaclass=_VariableMeta):
+    """A tensor-like value that persists across calls and can be assigned.
+
+    Args:
+        initial_value: A tensor, value, or a callable returning one.
+        trainable: Whether tapes watch it automatically (default True; False for
+            ``synchronization=ON_READ``).
+        validate_shape: If False, the variable's shape may change on assignment.
+        name: Base name; made unique ("v", "v_1", ...) within the name scope.
+        dtype: If given, ``initial_value`` is converted to it.
+        constraint: Optional function applied after optimizer updates.
+        synchronization: A VariableSynchronization (for distribution strategies).
+        aggregation: A VariableAggregation (for distribution strategies).
+        shape: Static shape; ``TensorShape(None)`` or None dims allow any shape.
+
+    Raises:
+        ValueError: If no initial value is given.
+    """
+
+    _is_variable = True
+    _is_eagerflow_tensor_like = True
+    __array_priority__ = 100
+
+    def __init__(self, initial_value=None, trainable=None, validate_shape=True,
+                 caching_device=None, name=None, variable_def=None, dtype=None,
+                 import_scope=None, constraint=None,
+                 synchronization=VariableSynchronization.AUTO,
+                 aggregation=VariableAggregation.NONE, shape=None,
+                 experimental_enable_variable_lifting=True):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        if callable(initial_value):
+            initial_value = initial_value()
+        if constraint is not None and not callable(constraint):
+            raise ValueError("The `constraint` argument must be a callable, got %r"
+                             % (constraint,))
+        synchronization = VariableSynchronization(
+            synchronization.value if isinstance(synchronization, VariableSynchronization)
+            else synchronization)
+        aggregation = VariableAggregation(
+            aggregation.value if isinstance(aggregation, VariableAggregation) else aggregation)
+        if trainable is None:
+            trainable = synchronization is not VariableSynchronization.ON_READ
+        elif trainable and synchronization is VariableSynchronization.ON_READ:
+            raise ValueError("Synchronization value can be set to "
+                             "VariableSynchronization.ON_READ only for non-trainable variables.")
+        device = _state.device or context.CPU0
+        with _plain_device(device):
+            value = convert_to_tensor(initial_value, dtype=dtype) if not isinstance(
+                initial_value, Tensor) else initial_value
+        if dtype is not None and value.dtype is not dtypes_lib.as_dtype(dtype):
+            from eagerflow.ops.cast import cast
+
+            value = cast(value, dtype)
+        if value._device is not device:
+            from eagerflow.ops.dispatch import copy_to_device
+
+            value = copy_to_device(value, device)
+        self._device = device
+        self._value = value._value
+        self._tid = context.new_id()
+        self._trainable = bool(trainable)
+        self._name = _unique_name(name or "Variable") + ":0"
+        self._constraint = constraint
+        self._synchronization = synchronization
+        self._aggregation = aggregation
+        if shape is not None:
+            self._shape = TensorShape(shape)
+            if not self._shape.is_compatible_with(self._value.shape):
+                raise ValueError("The initial value's shape %s is not compatible with the "
+                                 "explicitly supplied shape argument %s."
+                                 % (list(self._value.shape), self._shape))
+        elif not validate_shape:
+            self._shape = TensorShape(None)
+        else:
+            self._shape = TensorShape(self._value.shape)
+        self._initial_value = value
+
+    # -- reading ------------------------------------------------------------------------------
+    def read_value(self):
+        """Returns the current value as a Tensor (recorded on active tapes)."""
+        t = wrap(self._value, self._device)
+        if _state.tapes:
+            context.variable_read_hook(self, t)
+        return t
+
+    def value(self):
+        """The current value as a Tensor."""
+        return self.read_value()
+
+    def _as_tensor(self, dtype=None):
+        t = self.read_value()
+        if dtype is not None and t.dtype is not dtypes_lib.as_dtype(dtype):
+            raise errors.InvalidArgumentError(
+                None, None, "Variable %s has dtype %s; %s was requested. Use eagerflow.cast."
+                % (self._name, t.dtype.name, dtypes_lib.as_dtype(dtype).name))
+        return t
+
+    def numpy(self):
+        """The current value as a numpy array (a copy)."""
+        return wrap(self._value, self._device).numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        return wrap(self._value, self._device).__array__(dtype, copy)
+
+    # -- properties ---------------------------------------------------------------------------
+    name = property(lambda self: self._name)
+    trainable = property(lambda self: self._trainable)
+    constraint = property(lambda self: self._constraint)
+    synchronization = property(lambda self: self._synchronization)
+    aggregation = property(lambda self: self._aggregation)
+    initial_value = property(lambda self: self._initial_value)
+
+    @property
+    def dtype(self):
+        return dtypes_lib.from_numpy(self._value.dtype)
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def get_shape(self):
+        return self._shape
+
+    @property
+    def device(self):
+        return self._device.name
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    @property
+    def handle(self):
+        return self
+
+    @property
+    def initializer(self):
+        return None
+
+    @property
+    def unique_id(self):
+        return self._tid
+
+    # -- writing ------------------------------------------------------------------------------
+    def _new_value(self, value, op):
+        """Converts and validates a value for assignment, returning an array."""
+        dtype = self.dtype
+        if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+            t = convert_to_tensor(value)
+            if t.dtype is not dtype:
+                raise errors.InvalidArgumentError(
+                    None, op, "%s: cannot assign a %s value to variable %s of dtype %s; cast "
+                    "it first." % (op, t.dtype.name, self._name, dtype.name))
+        else:
+            try:
+                with _plain_device(self._device):
+                    t = convert_to_tensor(value, dtype=dtype)
+            except TypeError as exc:
+                raise errors.InvalidArgumentError(None, op, "%s on %s: %s" % (
+                    op, self._name, exc)) from None
+        if t._device is not self._device:
+            from eagerflow.ops.dispatch import copy_to_device
+
+            t = copy_to_device(t, self._device)
+        return t
+
+    def _check_shape(self, shape, op):
+        if not self._shape.is_compatible_with(shape):
+            raise errors.InvalidArgumentError(
+                None, op, "%s: shape %s does not match variable %s of shape %s. Create the "
+                "variable with shape=TensorShape(None) (or None dims) to allow other shapes."
+                % (op, list(shape), self._name, self._shape))
+
+    def _write(self, array):
+        """The one place that changes the variable's state."""
+        self._value = array
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Sets the value; returns the variable (or None with ``read_value=False``).
+
+        Raises:
+            InvalidArgumentError: If the dtype or shape does not match.
+        """
+        t = self._new_value(value, "AssignVariableOp")
+        self._check_shape(t._value.shape, "AssignVariableOp")
+        array = t._value
+        xp = self._device.backend
+        # Own the array: a later assign_add must not write into a tensor someone holds.
+        self._write(xp.array(array, copy=True) if isinstance(array, xp.ndarray)
+                    else xp.asarray(array))
+        return self if read_value else None
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        """Adds ``delta``; returns the variable."""
+        t = self._new_value(delta, "AssignAddVariableOp")
+        try:
+            new = self._value + t._value
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, "AssignAddVariableOp", "assign_add: delta of shape %s does not fit "
+                "variable %s of shape %s" % (list(t._value.shape), self._name,
+                                             list(self._value.shape))) from None
+        self._check_shape(np.shape(new), "AssignAddVariableOp")
+        self._write(self._device.backend.asarray(new, dtype=self._value.dtype))
+        return self if read_value else None
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        """Subtracts ``delta``; returns the variable."""
+        t = self._new_value(delta, "AssignSubVariableOp")
+        try:
+            new = self._value - t._value
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, "AssignSubVariableOp", "assign_sub: delta of shape %s does not fit "
+                "variable %s of shape %s" % (list(t._value.shape), self._name,
+                                             list(self._value.shape))) from None
+        self._check_shape(np.shape(new), "AssignSubVariableOp")
+        self._write(self._device.backend.asarray(new, dtype=self._value.dtype))
+        return self if read_value else None
+
+    def _scatter(self, sparse_delta, mode, op):
+        from eagerflow.indexed_slices import IndexedSlices
+
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError("%s takes an IndexedSlices, got %r" % (op, type(sparse_delta)))
+        indices = sparse_delta.indices._value
+        values = self._new_value(sparse_delta.values, op)._value
+        rows = self._value.shape[0] if self._value.ndim else 0
+        if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= rows):
+            raise errors.InvalidArgumentError(
+                None, op, "%s: indices %s out of range [0, %d) for variable %s"
+                % (op, indices.tolist(), rows, self._name))
+        xp = self._device.backend
+        new = xp.array(self._value, copy=True)
+        if mode == "update":
+            new[indices] = values
+        elif mode == "add":
+            xp.add.at(new, indices, values)
+        elif mode == "sub":
+            xp.subtract.at(new, indices, values)
+        elif mode == "max":
+            xp.maximum.at(new, indices, values)
+        elif mode == "min":
+            xp.minimum.at(new, indices, values)
+        elif mode == "mul":
+            xp.multiply.at(new, indices, values)
+        elif mode == "div":
+            xp.divide.at(new, indices, values)
+        self._write(new)
+        return self
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        """Sets rows ``sparse_delta.indices`` to ``sparse_delta.values``."""
+        return self._scatter(sparse_delta, "update", "ResourceScatterUpdate")
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """Adds ``sparse_delta.values`` into rows ``sparse_delta.indices`` (duplicates sum)."""
+        return self._scatter(sparse_delta, "add", "ResourceScatterAdd")
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter(sparse_delta, "sub", "ResourceScatterSub")
+
+    def scatter_max(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter(sparse_delta, "max", "ResourceScatterMax")
+
+    def scatter_min(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter(sparse_delta, "min", "ResourceScatterMin")
+
+    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter(sparse_delta, "mul", "ResourceScatterMul")
+
+    def scatter_div(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter(sparse_delta, "div", "ResourceScatterDiv")
+
+    def _scatter_nd(self, indices, updates, mode, op):
+        indices = convert_to_tensor(indices)
+        updates = self._new_value(updates, op)._value
+        idx = indices._value
+        if idx.ndim == 0 or idx.shape[-1] > self._value.ndim:
+            raise errors.InvalidArgumentError(
+                None, op, "%s: indices of shape %s do not index variable %s of shape %s"
+                % (op, list(idx.shape), self._name, list(self._value.shape)))
+        depth = idx.shape[-1]
+        bounds = np.asarray(self._value.shape[:depth])
+        flat = idx.reshape(-1, depth)
+        host = np.asarray(flat) if self._device.backend_index == 0 else \
+            self._device.backend.to_numpy(flat)
+        if host.size and (np.any(host < 0) or np.any(host >= bounds)):
+            raise errors.InvalidArgumentError(
+                None, op, "%s: an index in %s is out of bounds for variable shape %s"
+                % (op, host.tolist(), list(self._value.shape)))
+        xp = self._device.backend
+        new = xp.array(self._value, copy=True)
+        key = tuple(flat[:, k] for k in range(depth))
+        upd = updates.reshape((flat.shape[0],) + self._value.shape[depth:])
+        if mode == "update":
+            new[key] = upd
+        elif mode == "add":
+            xp.add.at(new, key, upd)
+        else:
+            xp.subtract.at(new, key, upd)
+        self._write(new)
+        return self
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        """Sets the elements/slices at ``indices`` (shape [..., depth]) to ``updates``."""
+        return self._scatter_nd(indices, updates, "update", "ResourceScatterNdUpdate")
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return self._scatter_nd(indices, updates, "add", "ResourceScatterNdAdd")
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return self._scatter_nd(indices, updates, "sub", "ResourceScatterNdSub")
+
+    def batch_scatter_update(self, sparse_delta, use_locking=False, name=None):
+        return self.scatter_update(sparse_delta, use_locking, name)
+
+    # -- misc ---------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        return self.read_value()[key]
+
+    def __len__(self):
+        return len(self.read_value())
+
+    def __iter__(self):
+        return iter(self.read_value())
+
+    def __bool__(self):
+        return bool(self.read_value())
+
+    def __float__(self):
+        return float(self.read_value())
+
+    def __int__(self):
+        return int(self.read_value())
+
+    def __index__(self):
+        return self.read_value().__index__()
+
+    def __hash__(self):
+        return id(self)
+
+    def ref(self):
+        return _VariableRef(self)
+
+    def experimental_ref(self):
+        return self.ref()
+
+    def __repr__(self):
+        return "<tf.Variable '%s' shape=%s dtype=%s, numpy=%s>" % (
+            self._name, tuple(self._value.shape), self.dtype.name,
+            np.array2string(np.asarray(self.numpy()), separator=", ", threshold=100))
+
+    def __deepcopy__(self, memo):
+        copy = Variable(wrap(self._value, self._device).numpy(), trainable=self._trainable,
+                        name=self._name.split(":")[0], constraint=self._constraint,
+                        synchronization=self._synchronization, aggregation=self._aggregation,
+                        shape=self._shape)
+        memo[id(self)] = copy
+        return copy
+
+
+class _VariableRef:
+    __slots__ = ("_v",)
+
+    def __init__(self, v):
+        self._v = v
+
+    def deref(self):
+        return self._v
+
+    def __eq__(self, other):
+        return isinstance(other, _VariableRef) and other._v is self._v
+
+    def __hash__(self):
+        return id(self._v)
+
+
+@contextlib.contextmanager
+def _plain_device(device):
+    """Creates values directly on ``device`` without an outer scope's copy."""
+    token = context.push_device_scope(device.spec)
+    try:
+        yield
+    finally:
+        context.pop_device_scope(token)
+
+
+def _install_operators():
+    from eagerflow.ops import operators
+
+    operators.install(Variable)
+    Variable.__hash__ = lambda self: id(self)
+
+
+_install_operators()

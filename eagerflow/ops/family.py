@@ -94,9 +94,11 @@ def unary(name, forward, *, dtypes=FLOAT_COMPLEX, out_dtype=None, reference=None
         return AbstractValue(x.shape, out_dtype or x.dtype)
 
     kwargs.setdefault("samples", unary_samples(domain))
-    return registry.primitive(
+    prim = registry.primitive(
         name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
         saves=saves, family=kwargs.pop("family", "math"), **kwargs)
+    prim.domain = ("unary", domain, None)
+    return prim
 
 
 def binary(name, forward, *, dtypes=NUMERIC, out_dtype=None, reference=None,
@@ -107,9 +109,11 @@ def binary(name, forward, *, dtypes=NUMERIC, out_dtype=None, reference=None,
         return AbstractValue(broadcast_shapes(x.shape, y.shape), out_dtype or x.dtype)
 
     kwargs.setdefault("samples", binary_samples(domain, domain_y))
-    return registry.primitive(
+    prim = registry.primitive(
         name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
         saves=saves, family=kwargs.pop("family", "math"), **kwargs)
+    prim.domain = ("binary", domain, domain_y or domain)
+    return prim
 
 
 def public_unary(prim, pyname, summary, example=None):

@@ -111,7 +111,7 @@ class Primitive:
         "name", "forward", "kernels", "dtypes", "accepts", "dtype_group", "num_outputs",
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
-        "single", "grad_dtypes", "doc", "jvp", "bad_samples", "grad_samples", "__weakref__",
+        "single", "grad_dtypes", "doc", "jvp", "bad_samples", "grad_samples", "domain", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
@@ -139,6 +139,7 @@ class Primitive:
         self.jvp = None
         self.bad_samples = bad_samples
         self.grad_samples = grad_samples
+        self.domain = None  # value range of elementwise families, for property-based tests
         # The eager fast path handles prims whose every input shares one dtype.
         self.fast = dtype_group == "all" and not variadic
         self.set_vjp(vjp, saves)

@@ -1,0 +1,65 @@
+"""Runs every benchmark workload and prints times and ratios to the numpy floor.
+
+Usage: ``python -m eagerflow.benchmarks [--filter SUBSTRING] [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from eagerflow.benchmarks.timing import import_time, time_call
+from eagerflow.benchmarks.workloads import WORKLOADS
+
+COLUMNS = ("eagerflow", "numpy", "torch", "tensorflow")
+
+
+def _fmt(us):
+    if us is None:
+        return "-"
+    if us >= 1000:
+        return "%.2f ms" % (us / 1000)
+    return "%.2f us" % us
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m eagerflow.benchmarks")
+    parser.add_argument("--filter", default="", help="run workloads whose name contains this")
+    parser.add_argument("--quick", action="store_true", help="shorter timing runs")
+    args = parser.parse_args(argv)
+    min_time = 0.05 if args.quick else 0.3
+
+    rows = []
+    for workload in WORKLOADS:
+        if args.filter and args.filter not in workload.name:
+            continue
+        fns = workload.setup()
+        times = {k: time_call(fn, min_time=min_time) for k, fn in fns.items()}
+        rows.append((workload, times))
+
+    header = "%-46s %12s %12s %9s %12s %12s  %s" % (
+        "workload", "eagerflow", "numpy floor", "ef/numpy", "torch", "tensorflow", "note")
+    print(header)
+    print("-" * len(header))
+    for workload, times in rows:
+        base = times.get("numpy")
+        ratio = times["eagerflow"] / base if base else float("nan")
+        print("%-46s %12s %12s %8.2fx %12s %12s  %s" % (
+            workload.name, _fmt(times.get("eagerflow")), _fmt(base), ratio,
+            _fmt(times.get("torch")), _fmt(times.get("tensorflow")), workload.note))
+
+    if not args.filter or "import" in args.filter:
+        np_t = import_time("numpy")
+        ef_t = import_time("eagerflow")
+        extra = {m: import_time(m) for m in ("torch", "tensorflow")
+                 if __import__("importlib.util").util.find_spec(m) is not None}
+        print("%-46s %12s %12s %8.2fx %12s %12s  %s" % (
+            "import time (fresh interpreter)", "%.3f s" % ef_t, "%.3f s" % np_t, ef_t / np_t,
+            "%.3f s" % extra["torch"] if extra.get("torch") else "-",
+            "%.3f s" % extra["tensorflow"] if extra.get("tensorflow") else "-",
+            "eagerflow - numpy = %.3f s (target < 0.3 s)" % (ef_t - np_t)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Timing helpers: best-of-repeats mean time per call, in microseconds."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import time
+
+
+def time_call(fn, min_time=0.2, repeats=5):
+    """Returns the best (lowest) mean microseconds per call over ``repeats`` batches."""
+    fn()  # warm up: first-call costs (kernel resolution, caches) are not steady state
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time / repeats or number >= 1 << 20:
+            break
+        number *= 4
+    best = float("inf")
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best = min(best, (time.perf_counter() - start) / number)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return best * 1e6
+
+
+def import_time(module, runs=5):
+    """Best wall time, in seconds, of importing ``module`` in a fresh interpreter."""
+    code = ("import time; t = time.perf_counter(); import %s; "
+            "print(time.perf_counter() - t)" % module)
+    best = float("inf")
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=False)
+        if out.returncode != 0:
+            return None
+        best = min(best, float(out.stdout.strip().splitlines()[-1]))
+    return best

@@ -1,0 +1,48 @@
+"""Shared test configuration: markers that skip cleanly, and sweep counters in the summary."""
+
+import pytest
+
+SWEEP_COUNTS = {}
+
+
+def count(key, n=1):
+    SWEEP_COUNTS[key] = SWEEP_COUNTS.get(key, 0) + n
+
+
+def _has_gpu():
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no cupy, no driver, no device: all mean "no GPU"
+        return False
+
+
+def _has_mpi():
+    import shutil
+
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("mpirun") is not None or shutil.which("mpiexec") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu = mpi = None
+    for item in items:
+        if "gpu" in item.keywords:
+            gpu = _has_gpu() if gpu is None else gpu
+            if not gpu:
+                item.add_marker(pytest.mark.skip(reason="needs cupy and a CUDA GPU"))
+        if "mpi" in item.keywords:
+            mpi = _has_mpi() if mpi is None else mpi
+            if not mpi:
+                item.add_marker(pytest.mark.skip(reason="needs mpi4py and mpirun"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SWEEP_COUNTS:
+        terminalreporter.section("eagerflow sweep counts")
+        for key in sorted(SWEEP_COUNTS):
+            terminalreporter.write_line("%s: %d" % (key, SWEEP_COUNTS[key]))

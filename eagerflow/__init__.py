@@ -12,7 +12,7 @@ Example:
 
 import warnings as _warnings
 
-from eagerflow import dtypes, errors
+from eagerflow import dtypes, errors  # noqa: F401
 from eagerflow.dtypes import (  # noqa: F401
     DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32, float64,
     half, int8, int16, int32, int64, string, uint8, uint16, uint32, uint64,
@@ -26,3 +26,16 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"eagerflow\.
 __version__ = "0.1.0"
 
 from eagerflow._api import *  # noqa: E402,F401,F403
+from eagerflow import bitwise, linalg, math, nn, random  # noqa: E402,F401
+from eagerflow import autodiff, config, experimental, nest  # noqa: E402,F401
+from eagerflow.custom_gradient import custom_gradient, recompute_grad  # noqa: E402,F401
+from eagerflow.framework.device_scope import device  # noqa: E402,F401
+from eagerflow.framework.device_spec import DeviceSpec  # noqa: E402,F401
+from eagerflow.framework.name_scope import name_scope  # noqa: E402,F401
+from eagerflow.indexed_slices import IndexedSlices  # noqa: E402,F401
+from eagerflow.module import Module  # noqa: E402,F401
+from eagerflow.tape import GradientTape, UnconnectedGradients  # noqa: E402,F401
+from eagerflow.variables import (  # noqa: E402,F401
+    Variable, VariableAggregation, VariableSynchronization, variable_creator_scope,
+)
+from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F401

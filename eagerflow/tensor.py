@@ -282,6 +282,13 @@ def _cast_python_value(value, array, dtype):
     target = dtype.np_dtype
     if array.dtype == target:
         return array
+    if array.dtype == np.float32 and target.kind in "fc" and target.itemsize > 4:
+        # Python floats are doubles: re-read them instead of widening a float32 rounding
+        # (0.1 as float64 must be 0.1, not 0.10000000149).
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            pass
     if array.dtype.kind in "fc" and target.kind in "iub" and array.size:
         if not np.all(np.isfinite(array)) or np.any(array != np.round(array.real)):
             raise TypeError("Cannot convert %s to EagerTensor of dtype %s"

@@ -6,8 +6,8 @@ from eagerflow.ops import operators  # noqa: F401  (installs Tensor's Python ope
 
 FAMILIES = (
     "arithmetic", "cast", "broadcast", "math_ops", "logical_ops", "reduction_ops", "sort_ops",
-    "clip_ops", "array_ops", "slicing", "indexing_ops", "linalg_ops", "nn_ops", "conv_ops",
-    "pool_ops", "random_ops",
+    "clip_ops", "array_ops", "slicing", "indexing_ops", "linalg_ops", "linalg_decomp",
+    "nn_ops", "conv_ops", "pool_ops", "random_ops",
 )
 
 

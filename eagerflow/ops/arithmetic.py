@@ -47,9 +47,9 @@ FLOORDIV = binary("FloorDiv", lambda xp: _int_div_checked(xp, xp.floor_divide), 
                   reference=np.floor_divide, domain_y=(1.0, 3.0), vjp=None)
 FLOORMOD = binary("FloorMod", lambda xp: _int_div_checked(xp, xp.mod), dtypes=REAL,
                   reference=np.mod, domain_y=(1.0, 3.0),
-                  vjp=lambda g, x, y, out: (g, -g * execute(FLOOR, (x / y,))), saves=(0, 1))
-FLOOR = unary("Floor", lambda xp: xp.floor, dtypes=REAL[:4], reference=np.floor,
-              vjp=lambda g, x, out: zeros_like_t(g), saves=())
+                  vjp=lambda g, x, y, out: (g, -g * execute(FLOOR, (execute(DIV, (x, y)),))),
+                  saves=(0, 1))
+FLOOR = unary("Floor", lambda xp: xp.floor, dtypes=REAL[:4], reference=np.floor)
 NEG = unary("Neg", lambda xp: xp.negative, dtypes=NUMERIC, reference=np.negative,
             vjp=lambda g, x, out: -g, saves=())
 CONJ = unary("Conj", lambda xp: xp.conjugate, dtypes=NUMERIC, reference=np.conjugate,
@@ -247,3 +247,17 @@ def where(condition, x=None, y=None, name=None):
 
 
 INT_TYPES = INT
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "pow",
+    "negative", "conj", "floor", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "where",
+]
+_BINARY = ["add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "pow",
+           "negative", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+EXPORTS = {
+    "": _BINARY + ["where"],
+    "math": _BINARY + ["conj", "floor"],
+}
+realdiv = _real_div
+EXPORTS[""].append("realdiv")

@@ -126,3 +126,6 @@ def static_shape(shape, op_name):
         raise errors.InvalidArgumentError(
             None, op_name, "%s: shape must be a list of ints, got %r" % (op_name, shape)) from None
     return out
+
+__all__ = ["broadcast_to"]
+EXPORTS = {"": ["broadcast_to"]}

@@ -50,9 +50,17 @@ def _cast_samples(rng, dtype):
             for target in ("float32", "int32", "float64", "bool")]
 
 
+def _cast_grad_samples(rng):
+    # Finite differences need full precision: casts to narrower floats are checked in the
+    # reference sweep; here the rule is checked on float64 -> float64/complex128.
+    x = rng.uniform(-3, 3, size=(2, 3))
+    return [((x,), {"dtype": "float64"}), ((x,), {"dtype": "complex128"})]
+
+
 CAST = registry.primitive(
     "Cast", _cast_kernel, dtypes=ALL, vjp=_cast_vjp, saves=(0,), reference=_cast_reference,
-    samples=_cast_samples, sweep_dtypes=(d.float32, d.float64, d.int32),
+    samples=_cast_samples, grad_samples=_cast_grad_samples,
+    sweep_dtypes=(d.float32, d.float64, d.int32),
     shape_fn=lambda x, *, dtype: AbstractValue(x.shape, d.as_dtype(dtype)), family="math")
 
 
@@ -138,3 +146,6 @@ BITCAST = registry.primitive(
 def bitcast(input, type, name=None):  # noqa: A002 - TF's argument names
     """Reinterprets the bytes of a tensor as another dtype (no data change)."""
     return execute(BITCAST, (input,), {"dtype": d.as_dtype(type).name})
+
+__all__ = ["cast", "saturate_cast", "bitcast"]
+EXPORTS = {"": ["cast", "saturate_cast", "bitcast"], "dtypes": ["cast", "saturate_cast"]}

@@ -164,9 +164,6 @@ class ConvGeometry(NamedTuple):
     def out_shape(self, data_format):
         return from_channels_last((self.n,) + self.out_sp + (self.o,), data_format)
 
-    def in_shape(self, data_format):
-        return from_channels_last((self.n,) + self.in_sp + (self.c,), data_format)
-
 
 @functools.lru_cache(maxsize=1024)
 def conv_geometry(x_shape, w_shape, strides, dilations, padding, data_format, depthwise):
@@ -225,19 +222,26 @@ def conv_geometry(x_shape, w_shape, strides, dilations, padding, data_format, de
 # Array helpers written against xp (numpy or cupy).
 # --------------------------------------------------------------------------------------------
 
-def pad_spatial(xp, a, pads, value=0):
-    """Pads the spatial axes of a channels-last array (no copy when there is no padding)."""
+def pad_spatial(xp, a, pads, value=0, lead=1):
+    """Pads the spatial axes (``lead`` onwards) of an array; no copy without padding."""
     if all(p == (0, 0) for p in pads):
         return a
-    return xp.pad(a, ((0, 0),) + tuple(pads) + ((0, 0),), mode="constant",
-                  constant_values=value)
+    # A filled buffer and one slice assignment: much cheaper per call than xp.pad.
+    shape = list(a.shape)
+    for i, (lo, hi) in enumerate(pads):
+        shape[lead + i] += lo + hi
+    out = xp.zeros(shape, dtype=a.dtype) if value == 0 else xp.full(shape, value, a.dtype)
+    out[(slice(None),) * lead + tuple(
+        slice(lo, lo + n) for (lo, _), n in zip(pads, a.shape[lead:]))] = a
+    return out
 
 
-def crop_spatial(xp, a, pads, in_sp):
+def crop_spatial(xp, a, pads, in_sp, lead=1):
     """Removes padding added by ``pad_spatial`` (returns a contiguous array)."""
-    if all(p == (0, 0) for p in pads) and a.shape[1:-1] == tuple(in_sp):
+    if all(p == (0, 0) for p in pads) and a.shape[lead:lead + len(pads)] == tuple(in_sp):
         return a
-    index = (slice(None),) + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, in_sp))
+    index = (slice(None),) * lead + tuple(
+        slice(lo, lo + n) for (lo, _), n in zip(pads, in_sp))
     return xp.ascontiguousarray(a[index])
 
 
@@ -251,13 +255,14 @@ def windows(xp, a, out_sp, ksize, strides, dilations):
     return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=step)
 
 
-def tap_slices(ksize, out_sp, strides, dilations):
+def tap_slices(ksize, out_sp, strides, dilations, lead=1):
     """Yields ``(tap, index)``: the padded-input positions read by each kernel tap.
 
-    Callers must handle an empty output (some ``out_sp`` dim 0) before calling.
+    ``lead`` is the number of axes before the spatial ones (1 channels last, 2 channels
+    first). Callers must handle an empty output (some ``out_sp`` dim 0) before calling.
     """
     for tap in itertools.product(*[range(k) for k in ksize]):
-        index = (slice(None),) + tuple(
+        index = (slice(None),) * lead + tuple(
             slice(t * d, t * d + s * (o - 1) + 1, s)
             for t, o, s, d in zip(tap, out_sp, strides, dilations))
         yield tap, index
@@ -268,18 +273,35 @@ def _compute_dtype(xp, a):
     return xp.float32 if a.dtype.itemsize == 2 else a.dtype
 
 
-def _conv_forward(xp, x, w, g, strides, dilations):
-    """Channels-last forward convolution; ``w`` in grouped layout [*k, Cg, O]."""
+def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
+    """Channels-last forward convolution; ``w`` in grouped layout [*k, Cg, O].
+
+    With ``channels_first`` the result comes back as [N, O, *out] straight from the GEMM.
+    """
     nd = len(g.k)
     ct = _compute_dtype(xp, x)
     xpad = pad_spatial(xp, x, g.pads)
     win = windows(xp, xpad, g.out_sp, g.k, strides, dilations)
-    m = x.shape[0] * _prod(g.out_sp)
+    n = x.shape[0]
+    m = n * _prod(g.out_sp)
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
         cols = win.reshape(m, kp * cg).astype(ct, copy=False)
-        out = xp.matmul(cols, w.reshape(kp * cg, o).astype(ct, copy=False))
+        wm = w.reshape(kp * cg, o).astype(ct, copy=False)
+        if channels_first:
+            # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
+            out = xp.matmul(wm.T, cols.reshape(n, _prod(g.out_sp), kp * cg).transpose(0, 2, 1))
+            return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
+        out = xp.matmul(cols, wm)
+    elif cg == 1 and groups == o:
+        # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
+        out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
+        wk = w.reshape(kp, o).astype(ct, copy=False)
+        if m:
+            for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
+                out += xpad[index] * wk[i]
+        out = out.reshape(m, o)
     else:
         og = o // groups
         # [N, *out, *k, G, Cg] -> [G, N, *out, *k, Cg] -> [G, M, K*Cg]: one copy.
@@ -288,7 +310,8 @@ def _conv_forward(xp, x, w, g, strides, dilations):
         cols = win.transpose(axes).reshape(groups, m, kp * cg).astype(ct, copy=False)
         wg = w.reshape(kp, cg, groups, og).transpose(2, 0, 1, 3).reshape(groups, kp * cg, og)
         out = xp.matmul(cols, wg.astype(ct, copy=False)).transpose(1, 0, 2).reshape(m, o)
-    return out.astype(x.dtype, copy=False).reshape((x.shape[0],) + g.out_sp + (o,))
+    out = out.astype(x.dtype, copy=False).reshape((n,) + g.out_sp + (o,))
+    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if channels_first else out
 
 
 def _conv_backprop_input(xp, dy, w, g, strides, dilations):
@@ -302,7 +325,13 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
     dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
     m = n * _prod(g.out_sp)
     kp = _prod(g.k)
-    if m and kp * c and o:
+    if m and kp * c and o and cg == 1 and groups == o:
+        # Depthwise with multiplier 1: a multiply-add per kernel tap.
+        dyc = dy.astype(ct, copy=False)[..., None]
+        wk = w.reshape(kp, groups, 1).astype(ct, copy=False)
+        for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
+            dxp[index] += dyc * wk[i]
+    elif m and kp * c and o:
         og = o // groups
         dyg = dy.reshape(m, groups, og).transpose(1, 0, 2).astype(ct, copy=False)
         wg = w.reshape(kp, cg, groups, og).transpose(2, 3, 0, 1).reshape(groups, og, kp * cg)
@@ -328,6 +357,13 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     if groups == 1:
         cols = win.reshape(m, kp * cg).astype(ct, copy=False)
         dw = xp.matmul(cols.T, dy.reshape(m, o).astype(ct, copy=False))
+    elif cg == 1 and groups == o:
+        # Depthwise with multiplier 1: one weighted sum per kernel tap.
+        dw = xp.zeros((kp, o), dtype=ct)
+        if m:
+            dyc = dy.astype(ct, copy=False)
+            for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
+                dw[i] = (xpad[index] * dyc).reshape(m, o).sum(axis=0)
     else:
         og = o // groups
         win = win.reshape(win.shape[:-1] + (groups, cg))
@@ -379,9 +415,9 @@ def _conv_kernel(depthwise):
         def kernel(x, w, *, strides, dilations, padding, data_format):
             g = conv_geometry(x.shape, w.shape, strides, dilations, padding, data_format,
                               depthwise)
-            out = _conv_forward(xp, _to_last(xp, x, data_format),
-                                _grouped_filter(w, g, depthwise), g, strides, dilations)
-            return _from_last(xp, out, data_format)
+            return _conv_forward(xp, _to_last(xp, x, data_format),
+                                 _grouped_filter(w, g, depthwise), g, strides, dilations,
+                                 data_format in CHANNELS_FIRST)
         return kernel
     return factory
 
@@ -608,6 +644,7 @@ _CONV_CASES = [
     ((1, 2, 9), (2, 2, 3), _attrs(1, dilations=2, padding="VALID", data_format="NCW")),
     ((1, 4, 4, 3, 2), (2, 2, 2, 2, 3), _attrs(3, strides=(1, 2, 1))),
     ((1, 5, 5, 4), (3, 3, 2, 6), _attrs(2)),
+    ((1, 3, 5, 4), (2, 2, 1, 3), _attrs(2, strides=(1, 2), data_format="NCHW")),
     ((0, 5, 5, 3), (3, 3, 3, 2), _attrs(2)),
 ]
 _DEPTHWISE_CASES = [
@@ -807,13 +844,16 @@ def normalize_format(data_format, nd, op, generic=False):
                % (FORMATS[nd][0], FORMATS[nd][1], data_format))
 
 
-def spatial_rank(x, op, offset=2):
-    """Number of spatial dims of ``x`` (rank minus batch and channels)."""
+def spatial_rank(x, op):
+    """Number of spatial dims of ``x``: its rank minus the batch and channel dims."""
     shape = getattr(x, "shape", None)
-    rank = getattr(shape, "rank", None) if shape is not None else None
+    if shape is None:
+        return np.ndim(x) - 2
+    rank = shape.rank if hasattr(shape, "rank") else len(shape)
     if rank is None:
-        rank = len(shape) if shape is not None and not hasattr(shape, "rank") else np.ndim(x)
-    return rank - offset
+        raise _bad(op, "the input's rank must be known to infer the number of spatial "
+                   "dimensions; use the 1d/2d/3d form of the op instead.")
+    return rank - 2
 
 
 def _window_attrs(nd, strides, padding, data_format, dilations, op, generic=False):
@@ -822,6 +862,14 @@ def _window_attrs(nd, strides, padding, data_format, dilations, op, generic=Fals
             "dilations": normalize_ints(dilations, nd, "dilations", data_format, op),
             "padding": normalize_padding(padding, nd, data_format, op),
             "data_format": data_format}
+
+
+def _shape_of(value):
+    """The (static) shape of a tensor, array or nested list, as a tuple."""
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return np.shape(value)
+    return tuple(shape.as_list()) if hasattr(shape, "as_list") else tuple(shape)
 
 
 def _output_shape(output_shape, input, filters, nd, data_format, op, depthwise=False):
@@ -836,15 +884,13 @@ def _output_shape(output_shape, input, filters, nd, data_format, op, depthwise=F
         raise _bad(op, "output_shape must be a list of ints or a 1-D int tensor, got %r."
                    % (output_shape,)) from None
     if len(shape) == nd:
-        batch = getattr(input, "shape", np.shape(input))[0]
-        channels = getattr(filters, "shape", np.shape(filters))[nd]
+        batch = _shape_of(input)[0]
+        channels = _shape_of(filters)[nd]
         shape = from_channels_last((batch,) + shape + (channels,), data_format)
     elif len(shape) != nd + 2:
         raise _bad(op, "output_shape must have %d entries (or %d spatial sizes), got %s."
                    % (nd + 2, nd, list(shape)))
-    in_shape = getattr(input, "shape", None)
-    if in_shape is None:
-        in_shape = np.shape(input)
+    in_shape = _shape_of(input)
     if len(in_shape) and shape[0] is not None and in_shape[0] is not None \
             and shape[0] != in_shape[0]:
         raise _bad(op, "output_shape %s has batch %d but the input (shape %s) has batch %d."
@@ -1063,8 +1109,9 @@ def conv1d_transpose(input, filters, output_shape, strides, padding="SAME",  # n
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.conv1d_transpose(ef.ones([1, 2, 1]), ef.ones([3, 1, 1]), [1, 4, 1], 2)[0, :, 0]
-        <tf.Tensor: shape=(4,), dtype=float32, numpy=array([1., 2., 1., 1.], dtype=float32)>
+        >>> y = ef.nn.conv1d_transpose(ef.ones([1, 2, 1]), ef.ones([3, 1, 1]), [1, 4, 1], 2)
+        >>> y.numpy().ravel().tolist()
+        [1.0, 1.0, 2.0, 1.0]
     """
     return _transpose(input, filters, output_shape, strides, padding, data_format, dilations,
                       1, "conv1d_transpose")
@@ -1187,9 +1234,10 @@ def depthwise_conv2d_backprop_input(input_sizes, filter, out_backprop, strides, 
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.depthwise_conv2d_backprop_input([1, 3, 3, 1], ef.ones([2, 2, 1, 1]),
-        ...                                       ef.ones([1, 2, 2, 1]), 1, "VALID")[0, 1, 1, 0]
-        <tf.Tensor: shape=(), dtype=float32, numpy=4.0>
+        >>> dx = ef.nn.depthwise_conv2d_backprop_input([1, 3, 3, 1], ef.ones([2, 2, 1, 1]),
+        ...                                            ef.ones([1, 2, 2, 1]), 1, "VALID")
+        >>> dx.numpy()[0, :, :, 0].tolist()
+        [[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]
     """
     attrs = _depthwise_attrs(strides, padding, data_format, dilations,
                              "depthwise_conv2d_backprop_input")
@@ -1261,7 +1309,7 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding
     """
     op = "separable_conv2d"
     attrs = _depthwise_attrs(strides, padding, data_format, dilations, op)
-    pshape = tuple(getattr(pointwise_filter, "shape", np.shape(pointwise_filter)))
+    pshape = tuple(_shape_of(pointwise_filter))
     if len(pshape) != 4 or tuple(pshape[:2]) != (1, 1):
         raise _bad(op, "pointwise_filter must have shape [1, 1, in_channels * "
                    "channel_multiplier, out_channels], got %s." % (list(pshape),))

@@ -1,5 +1,5 @@
 """Tensor creation: ``zeros``, ``ones``, ``fill``, ``zeros_like``, ``ones_like``, ``eye``,
-``range``, ``linspace``.
+``range``, ``linspace``, and the composites ``meshgrid`` and ``sequence_mask``.
 
 Primitives with no tensor inputs (Zeros, Ones, Eye, Range) carry everything in static attrs,
 so dispatch places them on the current device scope's device (CPU:0 outside any scope) and a
@@ -35,10 +35,11 @@ from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor
 
 __all__ = ["zeros", "ones", "fill", "zeros_like", "ones_like", "eye", "range", "linspace",
-           "int_tuple"]
+           "meshgrid", "sequence_mask", "int_tuple"]
 
 EXPORTS = {
-    "": ["zeros", "ones", "fill", "zeros_like", "ones_like", "eye", "range", "linspace"],
+    "": ["zeros", "ones", "fill", "zeros_like", "ones_like", "eye", "range", "linspace",
+         "meshgrid", "sequence_mask"],
     "linalg": ["eye"],
 }
 
@@ -57,8 +58,14 @@ def int_tuple(value, op, what="shape"):
     """
     cls = value.__class__
     if cls is tuple or cls is list:
+        out = tuple(value)
+        for v in out:
+            if v.__class__ is not int:
+                break
+        else:
+            return out
         try:
-            return tuple([v if v.__class__ is int else operator.index(v) for v in value])
+            return tuple([v if v.__class__ is int else operator.index(v) for v in out])
         except TypeError:
             pass
     elif cls is int:
@@ -90,8 +97,8 @@ def _check_shape(shape, op):
     for dim in shape:
         if dim < 0:
             raise errors.InvalidArgumentError(
-                None, op, "%s: shape %s has a negative dimension; every dimension must be "
-                ">= 0." % (op, list(shape)))
+                None, op, "%sshape %s has a negative dimension; every dimension must be >= 0."
+                % (op + ": " if op else "", list(shape)))
     return shape
 
 
@@ -107,7 +114,11 @@ def _creation_dtype(dtype, op):
 def _const_kernel(fn_name):
     def factory(xp):
         make = getattr(xp, fn_name)
-        return lambda *, shape, dtype: make(shape, dtype=d.as_dtype(dtype).np_dtype)
+
+        def kernel(*, shape, dtype):
+            _check_shape(shape, None)
+            return make(shape, dtype=d.as_dtype(dtype).np_dtype)
+        return kernel
     return factory
 
 
@@ -523,7 +534,13 @@ def _linspace_kernel(xp):
         if num < 1:
             raise errors.InvalidArgumentError(
                 None, None, "num must be >= 1, got %d" % num)
-        start, stop = xp.broadcast_arrays(start, stop)
+        if start.shape != stop.shape:
+            try:
+                start, stop = xp.broadcast_arrays(start, stop)
+            except ValueError:
+                raise errors.InvalidArgumentError(
+                    None, None, "start (shape %s) and stop (shape %s) must have broadcast-"
+                    "compatible shapes." % (list(start.shape), list(stop.shape))) from None
         a = _linspace_axis(axis, start.ndim)
         lo = xp.expand_dims(start, a)
         hi = xp.expand_dims(stop, a)
@@ -556,7 +573,7 @@ def _scalar_like(g, one):
 def _linspace_vjp(g, start, stop, out, *, num, axis):
     from eagerflow.ops import array_ops
 
-    rank = g.ndim
+    rank = len(g.shape)
     a = axis % rank
     t = execute(LINSPACE, (_scalar_like(g, False), _scalar_like(g, True)),
                 {"num": num, "axis": 0})
@@ -638,3 +655,111 @@ def linspace(start, stop, num, name=None, axis=0):
             None, "LinSpace", "linspace: num must be >= 1, got %d." % num)
     return execute(LINSPACE, (start, stop), {"num": num, "axis": _scalar_int(
         axis, "linspace", "axis")})
+
+
+# --- Composites: meshgrid, sequence_mask ------------------------------------------------------
+
+def meshgrid(*args, **kwargs):
+    """Broadcasts N 1-D coordinate vectors into N N-D grids.
+
+    With ``indexing="xy"`` (default, Cartesian) the first two output dimensions are swapped
+    relative to ``"ij"`` (matrix) indexing, as in numpy. Inputs of higher rank are flattened.
+
+    Args:
+        *args: Tensors of one dtype, each treated as 1-D.
+        **kwargs: ``indexing`` (``"xy"`` or ``"ij"``) and ``name`` (unused).
+
+    Returns:
+        A list of N Tensors, each of the grid's shape.
+
+    Raises:
+        TypeError: For an unknown keyword argument.
+        InvalidArgumentError: For a bad ``indexing`` or inputs of different dtypes.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> X, Y = ef.meshgrid([1, 2, 3], [4, 5])
+        >>> X.numpy().tolist(), Y.numpy().tolist()
+        ([[1, 2, 3], [1, 2, 3]], [[4, 4, 4], [5, 5, 5]])
+    """
+    from eagerflow.ops import array_ops
+    from eagerflow.ops.broadcast import broadcast_to
+
+    indexing = kwargs.pop("indexing", "xy")
+    kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError("meshgrid() got unexpected keyword argument(s): %s"
+                        % ", ".join(sorted(kwargs)))
+    if indexing not in ("xy", "ij"):
+        raise errors.InvalidArgumentError(
+            None, "meshgrid", "meshgrid: indexing must be 'xy' or 'ij', got %r." % (indexing,))
+    if not args:
+        return []
+    flat = [array_ops.reshape(a, (-1,)) for a in args]
+    dtypes_seen = {t.dtype for t in flat}
+    if len(dtypes_seen) > 1:
+        raise errors.InvalidArgumentError(
+            None, "meshgrid", "meshgrid: all inputs must have one dtype, got %s. Cast them "
+            "first." % ", ".join(t.dtype.name for t in flat))
+    n = len(flat)
+    sizes = [int(t.shape[0]) if t.shape[0] is not None else None for t in flat]
+    order = _range(n)
+    if indexing == "xy" and n > 1:
+        order = [1, 0] + list(_range(2, n))  # output axis k shows input order[k]
+    grid = tuple(sizes[k] for k in order)
+    out = []
+    for i, t in enumerate(flat):
+        position = list(order).index(i)
+        view = [1] * n
+        view[position] = -1
+        out.append(broadcast_to(array_ops.reshape(t, view), grid))
+    return out
+
+
+def sequence_mask(lengths, maxlen=None, dtype=d.bool, name=None):
+    """Returns a mask whose row ``i`` has ``lengths[i]`` leading true values.
+
+    ``mask[i..., j] = j < lengths[i...]``, of shape ``lengths.shape + [maxlen]``.
+
+    Args:
+        lengths: An integer Tensor of sequence lengths.
+        maxlen: The mask's last dimension; default ``max(lengths)`` (0 when empty).
+        dtype: The result dtype (default bool; others hold 0/1).
+        name: Unused (TF compatibility).
+
+    Returns:
+        A Tensor of ``dtype``.
+
+    Raises:
+        InvalidArgumentError: If ``lengths`` is not integer or ``maxlen`` is negative.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.sequence_mask([1, 3], 4).numpy().astype(int).tolist()
+        [[1, 0, 0, 0], [1, 1, 1, 0]]
+    """
+    from eagerflow.ops import array_ops
+    from eagerflow.ops.arithmetic import less
+    from eagerflow.tensor import convert_to_tensor, is_tensor
+
+    lengths = lengths if is_tensor(lengths) else convert_to_tensor(lengths)
+    if not lengths.dtype.is_integer:
+        raise errors.InvalidArgumentError(
+            None, "sequence_mask", "sequence_mask: lengths must be an integer tensor, got %s. "
+            "Cast it, e.g. eagerflow.cast(lengths, eagerflow.int32)." % lengths.dtype.name)
+    if maxlen is None:
+        if not isinstance(lengths, Tensor):
+            raise errors.InvalidArgumentError(
+                None, "sequence_mask", "sequence_mask: inside a traced function pass maxlen; "
+                "max(lengths) is not known until the graph runs.")
+        values = np.asarray(lengths)
+        maxlen = int(values.max()) if values.size else 0
+    else:
+        maxlen = _scalar_int(maxlen, "sequence_mask", "maxlen")
+    if maxlen < 0:
+        raise errors.InvalidArgumentError(
+            None, "sequence_mask", "sequence_mask: maxlen must be >= 0, got %d." % maxlen)
+    positions = range(0, maxlen, 1, dtype=lengths.dtype)
+    mask = less(positions, array_ops.expand_dims(lengths, -1))
+    dtype = d.as_dtype(dtype)
+    return mask if dtype is d.bool else cast(mask, dtype)

@@ -28,13 +28,14 @@ from eagerflow.ops.arithmetic import (
     negative, not_equal, pow, zeros_like_t,
 )
 from eagerflow.ops.arithmetic import conj  # noqa: F401 - re-exported as tf.math.conj
+from eagerflow.ops.cast import cast
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import (
-    BOOL, COMPLEX, FLOAT, FLOAT_COMPLEX, INT, NUMERIC, REAL, SIGNED_INT, binary,
+    COMPLEX, FLOAT, FLOAT_COMPLEX, NUMERIC, REAL, SIGNED_INT, binary,
     broadcast_shapes, public_binary, public_unary, unary, unary_samples, _sample_values,
 )
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import Tensor, convert_to_tensor
+from eagerflow.tensor import Tensor, convert_to_tensor, wrap
 
 __all__ = [
     "abs", "acos", "acosh", "add_n", "angle", "asin", "asinh", "atan", "atan2", "atanh",
@@ -82,6 +83,24 @@ def _with_dtype(x):
     return x, x.dtype
 
 
+def _scalar_like(value, t):
+    """A Python number as a scalar Tensor of t's dtype on t's CPU device, else ``value``.
+
+    This skips the general conversion path for the common ``clip_by_value(t, 0.0, 1.0)``;
+    anything it cannot convert exactly (a float for an integer tensor, an int out of
+    range) is left for dispatch to convert or reject.
+    """
+    kind = t._value.dtype.kind
+    if t._device.backend_index or not (
+            (value.__class__ is float and kind == "f")
+            or (value.__class__ is int and kind in "fiu")):
+        return value
+    try:
+        return wrap(np.asarray(value, t._value.dtype), t._device)
+    except OverflowError:
+        return value
+
+
 def _scipy_special():
     import scipy.special
 
@@ -98,11 +117,9 @@ def _special_kernel(fname):
     def factory(xp):
         fn = getattr(xp.special, fname)
 
-        def kernel(*args):
-            dt = args[-1].dtype
-            if dt.itemsize < 4:
-                args = [a.astype(xp.float32) for a in args]
-            return fn(*args).astype(dt, copy=False)
+        def kernel(x):
+            dt = x.dtype
+            return fn(x.astype(xp.float32) if dt.itemsize < 4 else x).astype(dt, copy=False)
 
         return kernel
 
@@ -114,11 +131,6 @@ def _check_int_divisor(y, op):
         raise errors.InvalidArgumentError(
             None, None, "Integer division by zero in %s. Mask zero divisors first, e.g. with "
             "where(y == 0, 1, y)." % op)
-
-
-def _complex_samples(domain):
-    base = unary_samples(domain)
-    return lambda rng, dtype: base(rng, dtype)
 
 
 # ------------------------------------------------------------------ abs, sign, powers
@@ -134,10 +146,12 @@ def _to_real_shape(x, **attrs):
 
 def _complex_to_real(name, forward, reference, vjp, saves, domain=(-3.0, 3.0)):
     """A unary primitive from complex inputs to their real dtype (ComplexAbs, Real...)."""
+    samples = unary_samples(domain)
     prim = registry.primitive(
         name, forward, dtypes=COMPLEX, shape_fn=_to_real_shape, reference=reference,
-        vjp=vjp, saves=saves, samples=unary_samples(domain),
-        sweep_dtypes=(d.complex64, d.complex128), family="math")
+        vjp=vjp, saves=saves, samples=samples, sweep_dtypes=(d.complex64, d.complex128),
+        grad_samples=lambda rng: [s for s in samples(rng, d.complex128) if s[0][0].size],
+        family="math")
     prim.domain = ("unary", domain, None)
     return prim
 
@@ -307,14 +321,35 @@ def _polygamma_samples(rng, dtype):
     return out
 
 
+def _polygamma_kernel(xp):
+    def kernel(a, x):
+        if a.dtype.kind not in "iuf":
+            raise errors.InvalidArgumentError(
+                None, None, "the order a must hold real numbers (non-negative integers), got "
+                "dtype %s" % a.dtype)
+        dt = x.dtype
+        work = xp.float32 if dt.itemsize < 4 else dt  # scipy has no 16-bit loops
+        return xp.special.polygamma(a.astype(work, copy=False), x.astype(work, copy=False)) \
+            .astype(dt, copy=False)
+    return kernel
+
+
+def _polygamma_grad_samples(rng):
+    # An integer order: the gradient check then differentiates x alone (a has none).
+    return [((a.astype(np.int64), x), attrs)
+            for (a, x), attrs in _polygamma_samples(rng, d.float64) if x.size]
+
+
 POLYGAMMA = registry.primitive(
-    "Polygamma", _special_kernel("polygamma"), dtypes=(d.float32, d.float64),
+    # dtype_group=(1,): the order may also be an integer tensor, unlike TF, which wants a
+    # float one of x's dtype; both are accepted.
+    "Polygamma", _polygamma_kernel, dtypes=FLOAT, dtype_group=(1,),
     shape_fn=lambda a, x: AbstractValue(broadcast_shapes(a.shape, x.shape), x.dtype),
     reference=lambda a, x: _scipy_special().polygamma(a, x), samples=_polygamma_samples,
-    # As in TF, the order `a` gets no gradient; finite differences in `a` are meaningless
-    # (polygamma is NaN off the integers), so the generic gradient sweep is skipped and the
-    # tests check the x gradient alone.
-    grad_samples=lambda rng: [],
+    grad_samples=_polygamma_grad_samples,
+    bad_samples=lambda rng: [((np.ones(2, np.complex128), np.ones(2)), {},
+                              errors.InvalidArgumentError)],
+    # As in TF, the order gets no gradient (polygamma is NaN off the integers).
     vjp=lambda g, a, x, out: (None, g * execute(POLYGAMMA, (a + 1, x))), saves=(0, 1),
     family="math")
 
@@ -402,24 +437,18 @@ def _x_zero_kernel(xp, fn):
 
 def _xlogy_vjp(g, x, y, out):
     # Conjugates added to TF's rule so complex inputs follow TF's own convention.
-    nonzero = execute(_cast_prim(), (not_equal(x, 0),), {"dtype": x.dtype.name})
+    nonzero = cast(not_equal(x, 0), x.dtype)
     return g * _c(xlogy(nonzero, y)), g * _c(xdivy(x, y))
 
 
 def _xlog1py_vjp(g, x, y, out):
-    nonzero = execute(_cast_prim(), (not_equal(x, 0),), {"dtype": x.dtype.name})
+    nonzero = cast(not_equal(x, 0), x.dtype)
     return g * _c(xlog1py(nonzero, y)), g * _c(xdivy(x, y + 1))
 
 
 def _xdivy_vjp(g, x, y, out):
-    nonzero = execute(_cast_prim(), (not_equal(x, 0),), {"dtype": x.dtype.name})
+    nonzero = cast(not_equal(x, 0), x.dtype)
     return g * _c(xdivy(nonzero, y)), g * _c(xdivy(-x, y * y))
-
-
-def _cast_prim():
-    from eagerflow.ops.cast import CAST
-
-    return CAST
 
 
 XLOGY = binary("Xlogy", lambda xp: _x_zero_kernel(xp, lambda x, y: x * xp.log(y)),
@@ -630,7 +659,8 @@ sigmoid = public_unary(SIGMOID, "sigmoid", "Computes 1 / (1 + exp(-x)) element-w
 log_sigmoid = public_unary(
     LOG_SIGMOID, "log_sigmoid",
     "Computes log(sigmoid(x)) = -log(1 + exp(-x)) element-wise, without overflow.",
-    ">>> ef.math.log_sigmoid(ef.constant([0.0])).numpy().round(4).tolist()\n[-0.6931]")
+    ">>> ef.math.log_sigmoid(ef.constant([0.0], ef.float64)).numpy().round(4).tolist()\n"
+    "[-0.6931]")
 sin = public_unary(SIN, "sin", "Computes sine element-wise.",
                    ">>> ef.sin(ef.constant([0.0])).numpy().tolist()\n[0.0]")
 cos = public_unary(COS, "cos", "Computes cosine element-wise.",
@@ -661,18 +691,14 @@ erfc = public_unary(ERFC, "erfc", "Computes the complementary error function 1 -
                     ">>> ef.math.erfc(ef.constant([0.0])).numpy().tolist()\n[1.0]")
 erfinv = public_unary(ERFINV, "erfinv", "Computes the inverse error function (|x| < 1).",
                       ">>> ef.math.erfinv(ef.constant([0.0])).numpy().tolist()\n[0.0]")
-lgamma = public_unary(LGAMMA, "lgamma", "Computes log(|Gamma(x)|) element-wise.",
-                      ">>> ef.math.lgamma(ef.constant([1.0, 3.0])).numpy().round(4).tolist()\n"
-                      "[0.0, 0.6931]")
-digamma = public_unary(DIGAMMA, "digamma", "Computes the digamma function, lgamma's derivative.",
-                       ">>> ef.math.digamma(ef.constant([1.0])).numpy().round(4).tolist()\n"
-                       "[-0.5772]")
-polygamma = public_binary(
-    POLYGAMMA, "polygamma",
-    "Computes the polygamma function psi^(a)(x), the a-th derivative of digamma.\n\n"
-    "The order a must hold non-negative integers (NaN elsewhere); a gets no gradient.",
-    ">>> ef.math.polygamma(ef.constant([1.0]), ef.constant([1.0])).numpy().round(4).tolist()"
-    "\n[1.6449]")
+lgamma = public_unary(
+    LGAMMA, "lgamma", "Computes log(|Gamma(x)|) element-wise.",
+    ">>> ef.math.lgamma(ef.constant([1.0, 3.0], ef.float64)).numpy().round(4).tolist()\n"
+    "[0.0, 0.6931]")
+digamma = public_unary(
+    DIGAMMA, "digamma", "Computes the digamma function, lgamma's derivative.",
+    ">>> ef.math.digamma(ef.constant([1.0], ef.float64)).numpy().round(4).tolist()\n"
+    "[-0.5772]")
 ceil = public_unary(CEIL, "ceil", "Returns the smallest integer not less than x. No gradient.",
                     ">>> ef.math.ceil(ef.constant([1.2, -1.2])).numpy().tolist()\n[2.0, -1.0]")
 rint = public_unary(RINT, "rint", "Rounds to the nearest integer, halves to even. No gradient.",
@@ -746,10 +772,30 @@ def atan2(y, x, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.atan2(ef.constant([1.0]), ef.constant([0.0])).numpy().round(4).tolist()
+        >>> ef.atan2(ef.constant([1.0], ef.float64), 0.0).numpy().round(4).tolist()
         [1.5708]
     """
     return execute(ATAN2, (y, x))
+
+
+def polygamma(a, x, name=None):
+    """Computes the polygamma function psi^(a)(x), the a-th derivative of digamma.
+
+    Args:
+        a: The order: a Tensor of non-negative integer values (NaN elsewhere), float like
+            x or of an integer dtype. It gets no gradient, as in TF.
+        x: A float Tensor (broadcast against a).
+        name: Unused (TF compatibility).
+
+    Returns:
+        A Tensor of the broadcast shape.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.math.polygamma(1.0, ef.constant([1.0], ef.float64)).numpy().round(4).tolist()
+        [1.6449]
+    """
+    return execute(POLYGAMMA, (a, x))
 
 
 def abs(x, name=None):  # noqa: A001 - TF's public name
@@ -829,7 +875,7 @@ def angle(input, name=None):  # noqa: A002 - TF's argument name
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.math.angle(ef.constant([1j])).numpy().round(4).tolist()
+        >>> ef.math.angle(ef.constant([1j])).numpy().round(4).tolist()  # complex128
         [1.5708]
     """
     input, dt = _with_dtype(input)
@@ -919,7 +965,14 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
         [-1.0, 0.5, 1.0]
     """
     t, _ = _with_dtype(t)
-    out = execute(MAXIMUM, (execute(MINIMUM, (t, clip_value_max)), clip_value_min))
+    if t.__class__ is Tensor:
+        clip_value_min = _scalar_like(clip_value_min, t)
+        clip_value_max = _scalar_like(clip_value_max, t)
+        out = execute(MAXIMUM, (execute(MINIMUM, (t, clip_value_max)), clip_value_min))
+        if out._value.shape == t._value.shape:
+            return out
+    else:
+        out = execute(MAXIMUM, (execute(MINIMUM, (t, clip_value_max)), clip_value_min))
     if tuple(out.shape) != tuple(t.shape):
         raise errors.InvalidArgumentError(
             None, "clip_by_value", "clip_by_value: the clip bounds (shapes %s and %s) would "
@@ -944,8 +997,7 @@ def reciprocal_no_nan(x, name=None):
         >>> ef.math.reciprocal_no_nan(ef.constant([2.0, 0.0])).numpy().tolist()
         [0.5, 0.0]
     """
-    x, dt = _with_dtype(x)
-    return execute(DIV_NO_NAN, (convert_to_tensor(1, dtype=dt), x))
+    return execute(DIV_NO_NAN, (1, x))
 
 
 def polyval(coeffs, x, name=None):
@@ -971,11 +1023,12 @@ def polyval(coeffs, x, name=None):
     if not isinstance(coeffs, list):
         raise errors.InvalidArgumentError(
             None, "polyval", "polyval: coeffs must be a list, got %s." % type(coeffs).__name__)
-    x, _ = _with_dtype(x)
+    x, dt = _with_dtype(x)
     if not coeffs:
         return zeros_like_t(x)
-    p, _ = _with_dtype(coeffs[0]) if hasattr(coeffs[0], "dtype") else (
-        convert_to_tensor(coeffs[0], dtype=x.dtype), None)
+    p = coeffs[0]
+    if not isinstance(getattr(p, "dtype", None), d.DType):
+        p = convert_to_tensor(p, dtype=dt)  # Python numbers take x's dtype
     for c in coeffs[1:]:
         p = c + p * x
     return p

@@ -31,7 +31,7 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.arithmetic import (
-    SELECT, floordiv, floormod, greater, greater_equal, less, zeros_like_t,
+    ONES_LIKE_fn, SELECT, floordiv, floormod, greater, greater_equal, less, zeros_like_t,
 )
 from eagerflow.ops.cast import cast
 from eagerflow.ops.dispatch import execute
@@ -312,8 +312,8 @@ def softplus(features, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.math.softplus([0.0, 100.0]).numpy().round(4).tolist()
-        [0.6931, 100.0]
+        >>> print(ef.math.softplus([-1.0, 1.0, 100.0]).numpy().round(4))
+        [  0.3133   1.3133 100.    ]
     """
     return execute(SOFTPLUS, (features,))
 
@@ -359,8 +359,8 @@ def gelu(features, approximate=False, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.gelu([0.0, 1.0]).numpy().round(4).tolist()
-        [0.0, 0.8413]
+        >>> print(ef.nn.gelu([-1.0, 1.0]).numpy().round(4))
+        [-0.1587  0.8413]
     """
     x = _tensor(features)
     if not x.dtype.is_floating:
@@ -385,8 +385,8 @@ def silu(features, beta=1.0):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.silu([0.0, 1.0]).numpy().round(4).tolist()
-        [0.0, 0.7311]
+        >>> print(ef.nn.silu([-1.0, 1.0]).numpy().round(4))
+        [-0.2689  0.7311]
     """
     x = _tensor(features)
     sigmoid = _math().sigmoid
@@ -454,8 +454,8 @@ def _softmax_kernel(log):
             if log:
                 out = shifted - logf(exp(shifted).sum(axis=axis, keepdims=True))
             else:
-                e = exp(shifted)
-                out = e / e.sum(axis=axis, keepdims=True)
+                out = exp(shifted, out=shifted)  # shifted is a fresh array: reuse it
+                out /= out.sum(axis=axis, keepdims=True)
             return out.astype(x.dtype, copy=False)
         return kernel
     return factory
@@ -563,8 +563,8 @@ def log_softmax(logits, axis=None, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.log_softmax([0.0, 0.0]).numpy().round(4).tolist()
-        [-0.6931, -0.6931]
+        >>> print(ef.nn.log_softmax([0.0, 0.0]).numpy().round(4))
+        [-0.6931 -0.6931]
     """
     return execute(LOG_SOFTMAX, (logits,), {"axis": -1 if axis is None else _axis_attr(
         axis, "log_softmax")})
@@ -711,7 +711,7 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     Example:
         >>> import eagerflow as ef
         >>> loss = ef.nn.sparse_softmax_cross_entropy_with_logits([0], [[0.0, 0.0]])
-        >>> loss.numpy().round(4).tolist()
+        >>> print(loss.numpy().round(4))
         [0.6931]
     """
     return execute(SPARSE_SOFTMAX_XENT, (logits, labels))
@@ -756,8 +756,8 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.softmax_cross_entropy_with_logits([[0.5, 0.5]], [[0.0, 0.0]]).numpy(
-        ...     ).round(4).tolist()
+        >>> loss = ef.nn.softmax_cross_entropy_with_logits([[0.5, 0.5]], [[0.0, 0.0]])
+        >>> print(loss.numpy().round(4))
         [0.6931]
     """
     op = "softmax_cross_entropy_with_logits"
@@ -794,8 +794,8 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.sigmoid_cross_entropy_with_logits(labels=[1.0], logits=[0.0]).numpy(
-        ...     ).round(4).tolist()
+        >>> loss = ef.nn.sigmoid_cross_entropy_with_logits(labels=[1.0], logits=[0.0])
+        >>> print(loss.numpy().round(4))
         [0.6931]
     """
     op = "sigmoid_cross_entropy_with_logits"
@@ -829,8 +829,7 @@ def weighted_cross_entropy_with_logits(labels, logits, pos_weight, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> ef.nn.weighted_cross_entropy_with_logits([1.0], [0.0], 2.0).numpy(
-        ...     ).round(4).tolist()
+        >>> print(ef.nn.weighted_cross_entropy_with_logits([1.0], [0.0], 2.0).numpy().round(4))
         [1.3863]
     """
     op = "weighted_cross_entropy_with_logits"
@@ -872,12 +871,14 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     m = _math()
     result = m.exp(log_input) - log_input * targets
     if compute_full_loss:
-        stirling = targets * m.log(targets) - targets + 0.5 * m.log(
-            (2.0 * math.pi) * targets)
-        zeros = zeros_like_t(targets)
-        # Zero for 0 <= targets <= 1; the term itself elsewhere (NaN below 0, as in TF).
-        term = _where(greater(targets, 1.0), stirling, zeros)
-        result = result + _where(less(targets, 0.0), stirling, term)
+        def outside_unit(value, inside):
+            # value where targets > 1 or targets < 0 (NaN there, as in TF), else inside.
+            return _where(greater(targets, 1.0), value, _where(less(targets, 0.0), value, inside))
+
+        # Evaluate the term at 1 inside [0, 1], so log(0) never reaches a gradient.
+        safe = outside_unit(targets, ONES_LIKE_fn(targets))
+        stirling = safe * m.log(safe) - safe + 0.5 * m.log((2.0 * math.pi) * safe)
+        result = result + outside_unit(stirling, zeros_like_t(targets))
     return result
 
 
@@ -1163,7 +1164,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> y = ef.nn.dropout(ef.ones([1000]), rate=0.5, seed=1)
+        >>> y = ef.nn.dropout(ef.constant(1.0, shape=[1000]), rate=0.5, seed=1)
         >>> sorted(set(y.numpy().tolist()))
         [0.0, 2.0]
     """

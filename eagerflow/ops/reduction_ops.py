@@ -119,14 +119,14 @@ def _int_mean(xp, total, n):
 
 def _mean_kernel(xp):
     def kernel(x, *, axis, keepdims):
-        n = _count(x.shape, axis)
+        n = x.size if axis is None else _count(x.shape, axis)
         if x.dtype.kind in "iu":
             return _int_mean(xp, x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype), n)
-        acc = np.float32 if _low_precision(x.dtype) else x.dtype
-        total = x.sum(axis=axis, keepdims=keepdims, dtype=acc)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = xp.true_divide(total, xp.asarray(n, dtype=total.dtype))  # 0/0 = nan if empty
-        return out.astype(x.dtype, copy=False)
+        if _low_precision(x.dtype):
+            total = x.sum(axis=axis, keepdims=keepdims, dtype=np.float32)
+            return (total / n).astype(x.dtype)
+        # Dividing by a Python int keeps the dtype; over no elements 0 / 0 is nan, as in TF.
+        return x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype) / n
     return kernel
 
 
@@ -182,12 +182,14 @@ def _broadcast_reduced_kernel(xp):
 
 def _arg_kernel(method):
     def factory(xp):
+        fn = getattr(xp, method)
+
         def kernel(x, *, axis, output_type):
             if x.shape[axis] == 0:
                 raise errors.InvalidArgumentError(
                     None, None, "Reduction axis %d is empty in shape %s; %s needs at least "
                     "one element along the axis." % (axis, list(x.shape), method))
-            return getattr(xp, method)(x, axis=axis).astype(d.as_dtype(output_type).np_dtype)
+            return fn(x, axis=axis).astype(output_type)  # dtype names are numpy's
         return kernel
     return factory
 
@@ -201,11 +203,13 @@ def _axis_slice(ndim, axis, sl):
 def _scan_kernel(method, identity):
     """Cumsum/Cumprod with TF's ``exclusive`` (shift by one, identity first) and ``reverse``."""
     def factory(xp):
+        scan = getattr(xp, method)
+
         def kernel(x, *, axis, exclusive, reverse):
             if reverse:
                 x = xp.flip(x, axis)
             acc = np.float32 if _low_precision(x.dtype) else x.dtype
-            out = getattr(xp, method)(x, axis=axis, dtype=acc).astype(x.dtype, copy=False)
+            out = scan(x, axis=axis, dtype=acc).astype(x.dtype, copy=False)
             if exclusive and x.shape[axis]:
                 shifted = xp.empty_like(out)
                 shifted[_axis_slice(x.ndim, axis, slice(0, 1))] = identity
@@ -292,7 +296,7 @@ def _ref_scan(method, identity):
         if reverse:
             x = np.flip(x, axis)
         out = getattr(np, method)(x, axis=axis, dtype=x.dtype)
-        if exclusive:
+        if exclusive and x.shape[axis]:
             pad = np.full_like(np.take(out, [0], axis=axis), identity)
             out = np.concatenate([pad, np.take(out, np.arange(x.shape[axis] - 1), axis=axis)],
                                  axis=axis)
@@ -305,7 +309,7 @@ def _ref_clse(x, *, axis, exclusive, reverse):
     if reverse:
         x64 = np.flip(x64, axis)
     out = np.logaddexp.accumulate(x64, axis=axis)
-    if exclusive:
+    if exclusive and x.shape[axis]:
         pad = np.full_like(np.take(out, [0], axis=axis), -np.inf)
         out = np.concatenate([pad, np.take(out, np.arange(x.shape[axis] - 1), axis=axis)],
                              axis=axis)
@@ -434,8 +438,8 @@ def _scan_bad(rng):
 # --------------------------------------------------------------------------------------
 
 def _reduce_shape(x, *, axis, keepdims):
-    if x.shape is None:
-        return AbstractValue(None, x.dtype)
+    if x.shape is None:  # unknown rank: only a full reduction to a scalar is known
+        return AbstractValue(() if axis is None and not keepdims else None, x.dtype)
     return AbstractValue(_reduced_shape(x.shape, axis, keepdims), x.dtype)
 
 
@@ -480,7 +484,14 @@ def _mean_vjp(g, x, out, *, axis, keepdims):
 
 
 def _broadcast_reduced_vjp(g, x, like, out, *, axis, keepdims, mean):
-    return execute(MEAN if mean else SUM, (g,), {"axis": axis, "keepdims": keepdims}), None
+    attrs = {"axis": axis, "keepdims": keepdims}
+    if not mean:
+        return execute(SUM, (g,), attrs), None
+    dims = g.shape.as_list() if g.shape.rank is not None else [None]
+    if None in dims:
+        return execute(MEAN, (g,), attrs), None
+    # sum / max(n, 1) rather than Mean: over no elements the adjoint is 0, not nan.
+    return execute(SUM, (g,), attrs) / max(_count(dims, axis), 1), None
 
 
 def _extreme_vjp(g, x, out, *, axis, keepdims):
@@ -590,10 +601,16 @@ def _clse_vjp(g, x, out, *, axis, exclusive, reverse):
     neg_inf = zero - np.inf
     one = zero + 1
 
+    # An output of -inf (the head of an exclusive scan) depends on no input: drop its term
+    # instead of forming -inf - -inf.
+    empty = equal(out, -np.inf)
+    safe_out = execute(SELECT, (empty, zero, out))
+
     def part(mask, magnitude):
         log_g = execute(SELECT, (mask, math_ops.log(execute(SELECT, (mask, magnitude, one))),
                                  neg_inf))
-        return math_ops.exp(execute(CUMULATIVE_LOGSUMEXP, (log_g - out,), back) + x)
+        terms = execute(SELECT, (empty, neg_inf, log_g - safe_out))
+        return math_ops.exp(execute(CUMULATIVE_LOGSUMEXP, (terms,), back) + x)
 
     from eagerflow.ops.arithmetic import greater, less
 
@@ -611,9 +628,15 @@ CUMSUM = _scan("Cumsum", _scan_kernel("cumsum", 0), NUMERIC, _ref_scan("cumsum",
                _cumsum_vjp, ())
 CUMPROD = _scan("Cumprod", _scan_kernel("cumprod", 1), NUMERIC, _ref_scan("cumprod", 1),
                 _cumprod_vjp, (0,), grad_samples=_cumprod_grad_samples)
+def _clse_grad_samples(rng):
+    # An exclusive scan starts with -inf, which finite differences cannot difference; the
+    # tests check that case through exp(output).
+    return [case for case in _scan_grad_samples(rng) if not case[1]["exclusive"]]
+
+
 CUMULATIVE_LOGSUMEXP = _scan(
     "CumulativeLogsumexp", _cumulative_logsumexp_kernel, FLOAT, _ref_clse, _clse_vjp,
-    (0, "out"))
+    (0, "out"), grad_samples=_clse_grad_samples)
 
 
 # --------------------------------------------------------------------------------------
@@ -644,7 +667,7 @@ def _axis_values(axis, op):
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         return [int(axis)]
     if hasattr(axis, "numpy"):
-        axis = axis.numpy()
+        axis = np.asarray(axis.numpy())
     if isinstance(axis, np.ndarray):
         if axis.dtype.kind not in "iu" or axis.ndim > 1:
             raise errors.InvalidArgumentError(
@@ -908,8 +931,8 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
 
     Example:
         >>> import eagerflow as ef
-        >>> round(float(ef.reduce_logsumexp(ef.constant([1000.0, 1000.0]))), 4)
-        1000.6931
+        >>> round(float(ef.reduce_logsumexp(ef.constant([1000.0, 1000.0]))), 2)
+        1000.69
     """
     from eagerflow.ops import math_ops
 
@@ -1061,8 +1084,8 @@ def count_nonzero(input, axis=None, keepdims=None, dtype=d.int64, name=None):  #
 def _single_axis(axis, rank, op):
     """One axis (int or scalar tensor) checked against ``rank``; returned non-negative."""
     values = _axis_values(axis, op)
-    if len(values) != 1 or (hasattr(axis, "__len__") and not isinstance(axis, np.ndarray)
-                            and len(axis) != 1):
+    scalar = np.ndim(axis.numpy() if hasattr(axis, "numpy") else axis) == 0
+    if len(values) != 1 or not scalar:
         raise errors.InvalidArgumentError(
             None, op, "%s: axis must be a single int, got %r." % (op, axis))
     a = values[0]

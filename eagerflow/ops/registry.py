@@ -111,7 +111,7 @@ class Primitive:
         "name", "forward", "kernels", "dtypes", "accepts", "dtype_group", "num_outputs",
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
-        "single", "grad_dtypes", "doc", "jvp", "bad_samples", "grad_samples", "domain", "__weakref__",
+        "single", "doc", "bad_samples", "grad_samples", "domain", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
@@ -136,7 +136,6 @@ class Primitive:
         self.hint = hint
         self.tolerance = tolerance or {}
         self.doc = doc
-        self.jvp = None
         self.bad_samples = bad_samples
         self.grad_samples = grad_samples
         self.domain = None  # value range of elementwise families, for property-based tests

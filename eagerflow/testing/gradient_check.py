@@ -23,7 +23,13 @@ from eagerflow.tensor import constant
 
 
 def _float_mask(args):
-    return [np.asarray(a).dtype.kind == "f" for a in args]
+    return [np.asarray(a).dtype.kind in "fc" for a in args]
+
+
+def _random(rng, shape, is_complex):
+    """A standard normal sample; complex (independent parts) for complex values."""
+    v = rng.standard_normal(shape)
+    return v + 1j * rng.standard_normal(shape) if is_complex else v
 
 
 def _outputs(prim, args, attrs):
@@ -37,7 +43,9 @@ def numeric_vjp_check(prim, args, attrs=None, *, seed=0, eps=1e-6, rtol=1e-5, at
 
     Args:
         prim: The Primitive under test.
-        args: numpy input arrays; float64 ones are differentiated.
+        args: numpy input arrays; float64 and complex128 ones are differentiated. Complex
+            values follow TF's convention: for the real loss ``Re<u, f(x)>`` the gradient
+            of a complex input is ``dL/dRe(x) + i dL/dIm(x)``.
         attrs: The primitive's attributes.
         seed: Seed of the random cotangent and direction.
         eps: Finite-difference step.
@@ -52,21 +60,22 @@ def numeric_vjp_check(prim, args, attrs=None, *, seed=0, eps=1e-6, rtol=1e-5, at
     inputs = tuple(constant(a) for a in args)
     outs = execute(prim, inputs, attrs)
     outs_t = outs if isinstance(outs, tuple) else (outs,)
-    us = [rng.standard_normal(np.shape(o.numpy())) if o.dtype.is_floating else None
-          for o in outs_t]
+    us = [_random(rng, np.shape(o.numpy()), o.dtype.is_complex)
+          if o.dtype.is_floating or o.dtype.is_complex else None for o in outs_t]
     cot = tuple(constant(u) if u is not None else None for u in us)
     cotangent = cot if not prim.single else cot[0]
     grads = apply_vjp(prim, cotangent, saved_inputs(prim, inputs),
                       outs if prim.saves_out else None, attrs, [a.shape for a in args])
-    vs = [rng.standard_normal(a.shape) if m else None for a, m in zip(args, mask)]
+    vs = [_random(rng, a.shape, a.dtype.kind == "c") if m else None
+          for a, m in zip(args, mask)]
     analytic = 0.0
     for g, v in zip(grads, vs):
         if v is not None and g is not None:
-            analytic += float(np.sum(np.asarray(g.numpy()) * v))
+            analytic += float(np.real(np.sum(np.conj(np.asarray(g.numpy())) * v)))
 
     def phi(sign):
         shifted = [a + sign * eps * v if v is not None else a for a, v in zip(args, vs)]
-        return sum(float(np.sum(np.asarray(o.numpy()) * u))
+        return sum(float(np.real(np.sum(np.conj(u) * np.asarray(o.numpy()))))
                    for o, u in zip(_outputs(prim, shifted, attrs), us) if u is not None)
 
     numeric = (phi(1.0) - phi(-1.0)) / (2 * eps)

@@ -1,0 +1,3 @@
+"""``eagerflow.experimental``: DLPack interop (``tf.experimental.dlpack``)."""
+
+from eagerflow.experimental import dlpack  # noqa: F401

@@ -56,7 +56,15 @@ def execute(prim, args, attrs=_EMPTY):
         n = len(args)
         if n == 2:
             x, y = args
-            if x.__class__ is Tensor and y.__class__ is Tensor:
+            cx = x.__class__
+            cy = y.__class__
+            if cx is Tensor and cy is not Tensor and (cy is float or cy is int):
+                y = _scalar(prim, y, x._value.dtype, x._device)
+                cy = Tensor
+            elif cy is Tensor and (cx is float or cx is int):
+                x = _scalar(prim, x, y._value.dtype, y._device)
+                cx = Tensor
+            if cx is Tensor and cy is Tensor:
                 device = x._device
                 a = x._value
                 b = y._value
@@ -76,7 +84,7 @@ def execute(prim, args, attrs=_EMPTY):
                         else:
                             t = tuple([wrap(o, device) for o in out])
                         if st.tapes and (x._tid or y._tid) and _tape_recorder is not None:
-                            _tape_recorder(st.tapes, prim, args, attrs, t)
+                            _tape_recorder(st.tapes, prim, (x, y), attrs, t)
                         return t
         elif n == 1:
             x = args[0]
@@ -101,6 +109,33 @@ def execute(prim, args, attrs=_EMPTY):
                             _tape_recorder(st.tapes, prim, args, attrs, t)
                         return t
     return _execute_general(prim, args, attrs)
+
+
+# Python scalars converted for ops, per (type, value, dtype, device). Tensors are immutable and
+# these never reach user code, so sharing them is safe; the cache is bounded.
+_scalar_cache = {}
+
+
+def _scalar(prim, value, np_dtype, device):
+    """The tensor for a Python int/float combined with a tensor of ``np_dtype``."""
+    key = (value.__class__, value, np_dtype, device)
+    if value == 0 and value.__class__ is float:
+        key = key + (str(value),)  # keep -0.0 apart from 0.0
+    t = _scalar_cache.get(key)
+    if t is None:
+        dtype = dtypes_lib.from_numpy(np_dtype)
+        try:
+            t = convert_to_tensor(value, dtype=dtype)
+        except TypeError as exc:
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s: the Python value %r cannot be converted to %s, the dtype "
+                "of the other input: %s" % (prim.name, value, dtype.name, exc)) from None
+        if t._device is not device:
+            t = copy_to_device(t, device)
+        if len(_scalar_cache) >= 1024:
+            _scalar_cache.clear()
+        _scalar_cache[key] = t
+    return t
 
 
 def _execute_general(prim, args, attrs):
@@ -147,10 +182,12 @@ def _convert_inputs(prim, args):
     n = len(args)
     group = _group_indices(prim, n)
     group_dtype = None
+    group_device = None
     for i in group:
         a = args[i] if i < n else None
         if a.__class__ is Tensor:
             group_dtype = a._value.dtype
+            group_device = a._device
             break
         if a is not None and hasattr(a, "_as_tensor") and hasattr(a, "dtype"):
             try:
@@ -163,6 +200,10 @@ def _convert_inputs(prim, args):
     for i, a in enumerate(args):
         if a.__class__ is Tensor:
             inputs.append(a)
+            continue
+        cls = a.__class__
+        if (cls is float or cls is int) and group_device is not None and i in group_set:
+            inputs.append(_scalar(prim, a, group_dtype, _state.device or group_device))
             continue
         try:
             if i in group_set and group_dtype is not None and not isinstance(a, np.ndarray):

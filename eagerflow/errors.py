@@ -32,6 +32,7 @@ __all__ = [
     "UnavailableError",
     "DataLossError",
     "UnauthenticatedError",
+    "OperatorNotAllowedInGraphError",
 ]
 
 # Canonical status codes, the same numbers TensorFlow and gRPC use.
@@ -132,7 +133,15 @@ UnauthenticatedError = _make(
     "UnauthenticatedError", UNAUTHENTICATED, doc="The request lacks valid credentials."
 )
 
-for _cls in (InvalidArgumentError, DeadlineExceededError, UnimplementedError):
+OperatorNotAllowedInGraphError = _make(
+    "OperatorNotAllowedInGraphError",
+    INVALID_ARGUMENT,
+    base=type("_NotAllowedBase", (OpError, TypeError), {}),
+    doc="A Python operation needs a tensor's value while a function is being traced.",
+)
+
+for _cls in (InvalidArgumentError, DeadlineExceededError, UnimplementedError,
+             OperatorNotAllowedInGraphError):
     _cls.__bases__[0].__module__ = __name__
 
 _CODE_TO_CLASS = {

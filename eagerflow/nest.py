@@ -19,8 +19,16 @@ __all__ = ["flatten", "pack_sequence_as", "map_structure", "assert_same_structur
            "is_nested", "flatten_with_paths"]
 
 
+_SEQUENCES = (list, tuple, dict)
+
+
 def is_nested(structure):
     """True for lists, tuples (namedtuples included) and mappings."""
+    cls = structure.__class__
+    if cls in _SEQUENCES:
+        return True
+    if cls.__module__ == "eagerflow.tensor" or structure is None:
+        return False  # the common leaves, without the slow abstract-class check
     return isinstance(structure, (list, tuple, collections.abc.Mapping))
 
 
@@ -32,6 +40,9 @@ def _sorted_keys(mapping):
 
 
 def _children(structure):
+    cls = structure.__class__
+    if cls is list or cls is tuple:
+        return list(structure)
     if isinstance(structure, collections.abc.Mapping):
         return [structure[k] for k in _sorted_keys(structure)]
     return list(structure)

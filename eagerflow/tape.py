@@ -109,14 +109,27 @@ def _record(tapes, prim, inputs, attrs, result):
 
 
 def _make_entry(prim, inputs, attrs, result, outs):
-    input_ids = tuple(t._tid for t in inputs)
-    saved = saved_inputs(prim, inputs) if prim.vjp is not None else ()
+    ids = []
+    shapes = []
+    floats = []
+    for t in inputs:
+        ids.append(t._tid)
+        value = t._value
+        shapes.append(value.shape)
+        floats.append(value.dtype.kind in "fc" or value.dtype.name == "bfloat16")
+    has_vjp = prim.vjp is not None
+    out_ids = []
+    meta = []
+    for o in outs:
+        tid = o._tid
+        if not tid:
+            tid = o._tid = _next_id()
+        out_ids.append(tid)
+        meta.append((o._value.shape, o._value.dtype, o._device))
     return _Entry(
-        prim, input_ids, tuple(t._value.shape for t in inputs),
-        tuple(_is_float(t._value.dtype) for t in inputs), saved,
-        result if prim.saves_out and prim.vjp is not None else None, attrs,
-        tuple(_assign_id(o) for o in outs),
-        tuple((o._value.shape, o._value.dtype, o._device) for o in outs))
+        prim, tuple(ids), tuple(shapes), tuple(floats),
+        saved_inputs(prim, inputs) if has_vjp else (),
+        result if has_vjp and prim.saves_out else None, attrs, tuple(out_ids), tuple(meta))
 
 
 def _variable_read(variable, tensor):

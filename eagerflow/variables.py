@@ -157,8 +157,32 @@ class Variable(metaclass=_VariableMeta):
                  experimental_enable_variable_lifting=True):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
+        trace = _state.trace
+        if trace is not None:
+            # Variables made while tracing are created once, eagerly (TF's init_scope), and
+            # captured by the graph; the function refuses to create more on later traces.
+            trace.on_variable_created(self)
+            previous = context.set_trace_hook(None)
+            try:
+                if callable(initial_value):
+                    initial_value = initial_value()
+                if getattr(initial_value, "_graph", None) is not None:
+                    raise ValueError(
+                        "A variable created inside a @function needs an initial value that "
+                        "does not depend on the function's inputs; pass a constant, an "
+                        "initializer callable, or create the variable outside the function.")
+                self._init(initial_value, trainable, validate_shape, name, dtype, constraint,
+                           synchronization, aggregation, shape)
+            finally:
+                context.set_trace_hook(previous)
+            return
         if callable(initial_value):
             initial_value = initial_value()
+        self._init(initial_value, trainable, validate_shape, name, dtype, constraint,
+                   synchronization, aggregation, shape)
+
+    def _init(self, initial_value, trainable, validate_shape, name, dtype, constraint,
+              synchronization, aggregation, shape):
         if constraint is not None and not callable(constraint):
             raise ValueError("The `constraint` argument must be a callable, got %r"
                              % (constraint,))
@@ -206,8 +230,12 @@ class Variable(metaclass=_VariableMeta):
 
     # -- reading ------------------------------------------------------------------------------
     def read_value(self):
-        """Returns the current value as a Tensor (recorded on active tapes)."""
-        t = wrap(self._value, self._device)
+        """Returns the current value as a Tensor (recorded on active tapes).
+
+        Inside a traced function this is a ReadVariableOp node: the value when the graph runs.
+        """
+        trace = _state.trace
+        t = wrap(self._value, self._device) if trace is None else trace.read_variable(self)
         if _state.tapes:
             context.variable_read_hook(self, t)
         return t
@@ -310,6 +338,9 @@ class Variable(metaclass=_VariableMeta):
         Raises:
             InvalidArgumentError: If the dtype or shape does not match.
         """
+        if _state.trace is not None:
+            _state.trace.assign_variable(self, value, "AssignVariableOp")
+            return self if read_value else None
         t = self._new_value(value, "AssignVariableOp")
         self._check_shape(t._value.shape, "AssignVariableOp")
         array = t._value
@@ -321,6 +352,9 @@ class Variable(metaclass=_VariableMeta):
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Adds ``delta``; returns the variable."""
+        if _state.trace is not None:
+            _state.trace.assign_variable(self, delta, "AssignAddVariableOp")
+            return self if read_value else None
         t = self._new_value(delta, "AssignAddVariableOp")
         try:
             new = self._value + t._value
@@ -335,6 +369,9 @@ class Variable(metaclass=_VariableMeta):
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """Subtracts ``delta``; returns the variable."""
+        if _state.trace is not None:
+            _state.trace.assign_variable(self, delta, "AssignSubVariableOp")
+            return self if read_value else None
         t = self._new_value(delta, "AssignSubVariableOp")
         try:
             new = self._value - t._value

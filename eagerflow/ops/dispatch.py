@@ -142,7 +142,12 @@ def _execute_general(prim, args, attrs):
     st = _state
     if st.trace is not None:
         return st.trace(prim, args, attrs)
-    inputs = _convert_inputs(prim, args)
+    for a in args:
+        if a.__class__ is not Tensor:
+            inputs = _convert_inputs(prim, args)
+            break
+    else:
+        inputs = args
     device = _choose_device(prim, inputs)
     values = []
     for t in inputs:
@@ -200,6 +205,10 @@ def _convert_inputs(prim, args):
     for i, a in enumerate(args):
         if a.__class__ is Tensor:
             inputs.append(a)
+            continue
+        if getattr(a, "_is_variable", False) and (
+                group_dtype is None or i not in group_set or a._value.dtype == group_dtype):
+            inputs.append(a.read_value())
             continue
         cls = a.__class__
         if (cls is float or cls is int) and group_device is not None and i in group_set:

@@ -42,7 +42,10 @@ def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
             % (prim.name, type(grads).__name__, n))
     out = []
     for g, shape in zip(grads, input_shapes):
-        if g is not None and tuple(g.shape) != tuple(shape):
-            g = sum_to_shape(g, shape)
+        if g is not None:
+            value = getattr(g, "_value", None)
+            g_shape = value.shape if value is not None else tuple(g.shape)
+            if g_shape != shape:
+                g = sum_to_shape(g, shape)
         out.append(g)
     return tuple(out)

@@ -1,0 +1,210 @@
+"""ConcreteFunction: one traced graph of a Python function, callable and inspectable.
+
+Calling runs the compiled schedule on the arguments' arrays. Under a tape that watches an
+input or a variable the graph reads, the call is recorded as one tape entry whose backward
+pass is itself a graph: the gradient is traced once per concrete function (from the tape
+that recorded the trace), split into a forward graph that also returns what the backward
+needs, and a backward graph.
+"""
+
+from __future__ import annotations
+
+from eagerflow import errors, nest
+from eagerflow.framework import context
+from eagerflow.function.executor import Executor
+from eagerflow.function.graph import Graph
+from eagerflow.function.symbolic import SymbolicTensor
+from eagerflow.tensor import Tensor, wrap
+
+__all__ = ["ConcreteFunction"]
+
+_state = context.state
+
+
+class ConcreteFunction:
+    """A traced graph with its calling convention.
+
+    Attributes:
+        graph: The traced Graph (``graph.pretty()`` prints it).
+        structured_outputs: The Python structure of the outputs, with SymbolicTensors.
+        structured_input_signature: ``(args, kwargs)`` of TensorSpecs, as in TF.
+    """
+
+    def __init__(self, graph, output_structure, flat_output_map, input_specs, arg_names,
+                 tape=None, forward_node_count=None, function_name=None):
+        self.graph = graph
+        self.structured_outputs = output_structure
+        self._flat_output_map = flat_output_map  # per output leaf: graph output index or None
+        self._input_specs = input_specs
+        self._arg_names = arg_names
+        self._tape = tape  # the tape that recorded the trace (for gradients), or None
+        self._forward_count = forward_node_count if forward_node_count is not None else len(
+            graph.nodes)
+        self._executor = None
+        self._gradient_pair = None
+        self.name = function_name or graph.name
+
+    # -- inspection -------------------------------------------------------------------------
+    @property
+    def inputs(self):
+        return [SymbolicTensor(self.graph, n, 0) for n in self.graph.inputs]
+
+    @property
+    def outputs(self):
+        return [SymbolicTensor(self.graph, n, i) for n, i in self.graph.outputs]
+
+    @property
+    def variables(self):
+        return tuple(self.graph.variables)
+
+    @property
+    def trainable_variables(self):
+        return tuple(v for v in self.graph.variables if v.trainable)
+
+    @property
+    def captured_inputs(self):
+        return [c for _, c in self.graph.captures]
+
+    @property
+    def structured_input_signature(self):
+        return tuple(self._input_specs), {}
+
+    def pretty_printed_signature(self):
+        args = ", ".join("%s: %r" % (n.name, n.avals[0]) for n in self.graph.inputs)
+        outs = ", ".join(repr(n.avals[i]) for n, i in self.graph.outputs)
+        return "%s(%s) -> (%s)" % (self.name, args, outs)
+
+    def __repr__(self):
+        return "<ConcreteFunction %s>" % self.pretty_printed_signature()
+
+    @property
+    def executor(self):
+        if self._executor is None:
+            self._executor = Executor(self.graph)
+        return self._executor
+
+    # -- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """Calls with tensors matching the traced signature (flattened in order)."""
+        flat = []
+        for value in nest.flatten((args, kwargs)):
+            if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
+                flat.append(value)
+            else:
+                from eagerflow.tensor import convert_to_tensor
+
+                flat.append(convert_to_tensor(value))
+        if len(flat) != len(self.graph.inputs):
+            raise errors.InvalidArgumentError(
+                None, self.name, "%s takes %d tensor arguments, got %d." % (
+                    self.pretty_printed_signature(), len(self.graph.inputs), len(flat)))
+        return self._call_flat([f.read_value() if getattr(f, "_is_variable", False) else f
+                                for f in flat])
+
+    def _call_flat(self, flat_tensors):
+        for t, node in zip(flat_tensors, self.graph.inputs):
+            aval = node.avals[0]
+            if t.dtype is not aval.dtype:
+                raise errors.InvalidArgumentError(
+                    None, self.name, "%s: argument %s has dtype %s, expected %s." % (
+                        self.name, node.name, t.dtype.name, aval.dtype.name))
+        if _state.tapes and self._needs_gradient(flat_tensors):
+            outputs = self._call_recorded(flat_tensors)
+        else:
+            arrays = self.executor.run([t._value for t in flat_tensors], self._capture_values())
+            outputs = self._wrap(arrays, flat_tensors)
+        return self._pack(outputs)
+
+    def _capture_values(self):
+        values = []
+        for _, captured in self.graph.captures:
+            if getattr(captured, "_is_variable", False):
+                values.append(captured._value)
+            else:
+                values.append(captured._value)
+        return values
+
+    def _wrap(self, arrays, flat_tensors, executor=None):
+        executor = executor or self.executor
+        out = []
+        default = flat_tensors[0]._device if flat_tensors else context.CPU0
+        for array, device in zip(arrays, executor.output_devices):
+            out.append(wrap(array, device if device is not None else default))
+        return out
+
+    def _pack(self, outputs):
+        leaves = []
+        for item in self._flat_output_map:
+            kind, payload = item
+            leaves.append(outputs[payload] if kind == "out" else payload)
+        return nest.pack_sequence_as(self.structured_outputs, leaves)
+
+    # -- gradients --------------------------------------------------------------------------
+    def _needs_gradient(self, flat_tensors):
+        for tape in _state.tapes:
+            if not tape._recording:
+                continue
+            for t in flat_tensors:
+                if t._tid in tape._ids:
+                    return True
+            if tape._watch_accessed_variables:
+                for v in self.graph.variables:
+                    if v.trainable:
+                        return True
+            for v in self.graph.variables:
+                if v._tid in tape._ids:
+                    return True
+        return False
+
+    def _call_recorded(self, flat_tensors):
+        from eagerflow.function import gradient_split
+        from eagerflow.tape import _Entry, _assign_id, _is_float
+
+        if self._gradient_pair is None:
+            self._gradient_pair = gradient_split.build(self)
+        pair = self._gradient_pair
+        arrays = pair.forward.run([t._value for t in flat_tensors], self._capture_values())
+        n_out = len(self.graph.outputs)
+        outputs = self._wrap(arrays[:n_out], flat_tensors, pair.forward)
+        saved = arrays[n_out:]
+        variables = list(pair.variables)
+        for tape in _state.tapes:
+            if tape._recording and tape._watch_accessed_variables:
+                for v in variables:
+                    if v.trainable:
+                        tape._watch_variable(v)
+        sources = list(flat_tensors) + variables
+        float_outputs = pair.float_outputs
+
+        def backward(cotangent):
+            cots = cotangent if isinstance(cotangent, tuple) else (cotangent,)
+            values = []
+            for i in float_outputs:
+                g = cots[i]
+                values.append(g._value if g is not None else
+                              outputs[i]._device.backend.zeros_like(outputs[i]._value))
+            grads = pair.backward.run(values + list(saved), [])
+            result = []
+            for k, src in enumerate(sources):
+                g = grads[k]
+                device = src._device
+                result.append(None if g is None else wrap(g, device))
+            return tuple(result)
+
+        entry = _Entry(
+            None, tuple(s._tid for s in sources), tuple(s._value.shape for s in sources),
+            tuple(_is_float(s._value.dtype) for s in sources), None, None, {}, (),
+            tuple((o._value.shape, o._value.dtype, o._device) for o in outputs),
+            backward=backward)
+        entry.output_ids = tuple(_assign_id(o) for o in outputs)
+        for tape in _state.tapes:
+            if not tape._recording:
+                continue
+            if any(i and i in tape._ids for i in entry.input_ids):
+                tape._entries.append(entry)
+                tape._ids.update(entry.output_ids)
+        return outputs
+
+
+def empty_graph(name):
+    return Graph(name)

@@ -1,0 +1,192 @@
+"""The executor: compiles a Graph once into a schedule, then runs it with little Python.
+
+Compilation resolves each node's kernel for its device's backend, numbers every value with
+a slot, precomputes each step's input slots, and finds each slot's last use so buffers are
+released as soon as nothing needs them. A run is a loop over prepared steps on raw arrays;
+tensors are wrapped only at the boundary.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.framework import context
+from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.ops import dispatch
+from eagerflow.tensor import wrap
+
+__all__ = ["Executor"]
+
+
+def _node_device(node):
+    """The local Device a node's kernel runs on (its requested device, else CPU:0)."""
+    if not node.device:
+        return context.CPU0
+    return context.resolve_device(DeviceSpec.from_string(node.device), node.op)
+
+
+class Executor:
+    """A compiled schedule for one Graph.
+
+    Args:
+        graph: The Graph to run.
+        builtins: Optional mapping of op name to a step-factory for builtin ops
+            (control flow registers ``If``/``While`` here).
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self._compile()
+
+    def _compile(self):
+        graph = self.graph
+        slots = {}
+        n_slots = 0
+        for node in graph.nodes:
+            for i in range(node.num_outputs):
+                slots[(node.id, i)] = n_slots
+                n_slots += 1
+        self.n_slots = n_slots
+        self.input_slots = [slots[(n.id, 0)] for n in graph.inputs]
+        self.capture_slots = [slots[(n.id, 0)] for n, _ in graph.captures]
+        self.output_slots = [slots[(n.id, i)] for n, i in graph.outputs]
+        steps = []
+        last_use = {}
+        compute_nodes = [n for n in graph.nodes if n.op != "Placeholder"]
+        for k, node in enumerate(compute_nodes):
+            for src, idx in node.inputs:
+                last_use[slots[(src.id, idx)]] = k
+        keep = set(self.output_slots)
+        frees = [[] for _ in compute_nodes]
+        for slot, k in last_use.items():
+            if slot not in keep:
+                frees[k].append(slot)
+        self.devices = []
+        for k, node in enumerate(compute_nodes):
+            device = _node_device(node)
+            self.devices.append(device)
+            fn = self._step_function(node, device)
+            ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
+            outs = tuple(slots[(node.id, i)] for i in range(node.num_outputs))
+            steps.append((fn, ins, outs, node.attrs if node.prim is not None else None,
+                          tuple(frees[k]), node))
+        self.steps = steps
+        self.output_devices = [self._device_of(n) for n, _ in graph.outputs]
+
+    def _device_of(self, node):
+        if node.op == "Placeholder":
+            return None  # the argument's own device
+        return _node_device(node)
+
+    def _step_function(self, node, device):
+        op = node.op
+        if node.prim is not None:
+            kernel = node.prim.kernel(device.backend)
+            if node.prim.single:
+                return kernel
+            return lambda *a, _k=kernel, **kw: tuple(_k(*a, **kw))
+        if op == "Const":
+            value = node.value
+            if device.backend_index:
+                value = device.backend.asarray(value)
+            return lambda _v=value: _v
+        variables = self.graph.variables
+        if op == "ReadVariableOp":
+            var = variables[node.attrs["variable"]]
+            return lambda _v=var: _v._value
+        if op in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
+            var = variables[node.attrs["variable"]]
+            return _assign_step(var, op)
+        if op == "Print":
+            return _print_step(node)
+        factory = BUILTIN_STEPS.get(op)
+        if factory is not None:
+            return factory(node, device, self)
+        raise errors.UnimplementedError(
+            None, op, "The executor has no kernel for op %r (node %s)." % (op, node.name))
+
+    def run(self, args, captures):
+        """Runs the graph on flat argument arrays and capture arrays; returns output arrays.
+
+        Raises:
+            The eagerflow error of the failing node, naming the user's line that created it.
+        """
+        vals = [None] * self.n_slots
+        for slot, value in zip(self.input_slots, args):
+            vals[slot] = value
+        for slot, value in zip(self.capture_slots, captures):
+            vals[slot] = value
+        for fn, ins, outs, attrs, frees, node in self.steps:
+            try:
+                if attrs:
+                    result = fn(*[vals[i] for i in ins], **attrs)
+                else:
+                    result = fn(*[vals[i] for i in ins])
+            except Exception as exc:  # noqa: BLE001 - translated with the node's origin
+                raise _node_error(node, [vals[i] for i in ins], exc) from None
+            n = len(outs)
+            if n == 1:
+                vals[outs[0]] = result
+            elif n:
+                for slot, value in zip(outs, result):
+                    vals[slot] = value
+            for slot in frees:
+                vals[slot] = None
+        return [vals[s] for s in self.output_slots]
+
+
+def _assign_step(var, op):
+    if op == "AssignVariableOp":
+        def assign(value):
+            var._write(var._device.backend.array(value, copy=True))
+    elif op == "AssignAddVariableOp":
+        def assign(value):
+            var._write(var._device.backend.asarray(var._value + value, dtype=var._value.dtype))
+    else:
+        def assign(value):
+            var._write(var._device.backend.asarray(var._value - value, dtype=var._value.dtype))
+    return assign
+
+
+def _print_step(node):
+    attrs = dict(node.attrs)
+
+    def print_values(*values):
+        from eagerflow.ops.print_ops import format_for_print
+
+        stream = sys.stderr if attrs.get("output_stream", "stderr") == "stderr" else sys.stdout
+        parts = format_for_print(attrs["template"], values, attrs.get("summarize", 3))
+        stream.write(attrs.get("sep", " ").join(parts) + attrs.get("end", "\n"))
+        stream.flush()
+
+    return print_values
+
+
+# Step factories for functional control flow and communication, registered by their modules.
+BUILTIN_STEPS = {}
+
+
+def _node_error(node, inputs, exc):
+    where = ""
+    if node.origin:
+        filename, lineno, line = node.origin
+        where = " (created at %s:%d%s)" % (filename, lineno, ": `%s`" % line if line else "")
+    described = ", ".join(
+        "%s%s" % (getattr(v, "dtype", type(v).__name__), list(np.shape(v))) for v in inputs)
+    if isinstance(exc, errors.OpError):
+        exc.message = "%s (node %s)%s" % (exc.message, node.name, where)
+        exc.args = (exc.message,)
+        return exc
+    device = node.device or context.CPU0.name
+    translated = dispatch._translate(node.prim, [], {}, None, exc) if node.prim else None
+    detail = translated.message if translated is not None else str(exc)
+    return errors.InvalidArgumentError(
+        None, node.op, "%s in node %s(%s) on %s%s" % (detail, node.op, described, device,
+                                                       where))
+
+
+def wrap_outputs(arrays, devices, arg_devices=None):
+    return [wrap(a, d if d is not None else context.CPU0) for a, d in zip(arrays, devices)]

@@ -1,0 +1,320 @@
+"""``eagerflow.function``: trace Python into a graph once per signature, then run the graph.
+
+Python runs only while tracing, so its side effects happen at trace time, as in TF. Each
+call's arguments are turned into a cache key (see ``signature.py``); a new key traces again
+and the function records, and after a few retraces logs, which argument caused it and how.
+
+Example:
+    >>> import eagerflow as ef
+    >>> @ef.function
+    ... def f(x, scale=2.0):
+    ...     return ef.reduce_sum(x * scale)
+    >>> float(f(ef.constant([1.0, 2.0])))
+    6.0
+    >>> f.experimental_get_tracing_count()
+    1
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import weakref
+
+from eagerflow import nest
+from eagerflow.framework import context
+from eagerflow.function import signature as sig
+from eagerflow.function.concrete import ConcreteFunction
+from eagerflow.function.graph import Graph
+from eagerflow.function.symbolic import SymbolicTensor
+from eagerflow.function.tracer import Tracer, tracing
+from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import Tensor
+from eagerflow.tensor_shape import TensorShape, TensorSpec
+
+__all__ = ["function", "Function"]
+
+_log = logging.getLogger("eagerflow.function")
+_state = context.state
+# TF warns once a function has traced this many times; the log line names the argument.
+RETRACE_WARNING_THRESHOLD = 5
+
+
+class Function:
+    """A Python callable compiled to graphs, one per input signature.
+
+    Use :func:`function` to make one.
+    """
+
+    def __init__(self, python_function, name=None, input_signature=None,
+                 reduce_retracing=False, jit_compile=None):
+        self._python_function = python_function
+        functools.update_wrapper(self, python_function)
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._signature = inspect.signature(python_function)
+        self._param_names = list(self._signature.parameters)
+        self._input_signature = None if input_signature is None else tuple(
+            nest.map_structure(_as_spec, tuple(input_signature)))
+        self._reduce_retracing = bool(reduce_retracing)
+        self._jit_compile = jit_compile
+        self._concretes = []  # (key, ConcreteFunction), most recent last
+        self._exact = {}
+        self._trace_count = 0
+        self._retrace_reasons = []
+        self._warned = False
+        self._instances = weakref.WeakKeyDictionary()
+        self._bound_instance = None
+
+    # -- methods: each instance gets its own cache ----------------------------------------
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        try:
+            bound = self._instances.get(instance)
+        except TypeError:  # unhashable or no weakref support
+            bound = None
+        if bound is None:
+            bound = Function(self._python_function.__get__(instance, owner), self._name,
+                             self._input_signature, self._reduce_retracing, self._jit_compile)
+            bound._bound_instance = weakref.ref(instance)
+            try:
+                self._instances[instance] = bound
+            except TypeError:
+                pass
+        return bound
+
+    @property
+    def python_function(self):
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    def experimental_get_tracing_count(self):
+        """How many times this function has traced."""
+        return self._trace_count
+
+    def experimental_retrace_reasons(self):
+        """One sentence per retrace, saying which argument changed and how."""
+        return list(self._retrace_reasons)
+
+    # -- calling -------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if context.config.run_functions_eagerly:
+            return self._python_function(*args, **kwargs)
+        if _state.trace is not None:
+            # Inside another trace: inline the Python (nested functions fuse into one graph).
+            return self._python_function(*args, **kwargs)
+        concrete, flat = self._concrete_for_call(args, kwargs)
+        return concrete._call_flat(flat)
+
+    def _bind(self, args, kwargs):
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError("%s(): %s" % (self._name, exc)) from None
+        bound.apply_defaults()
+        return bound.arguments
+
+    def _concrete_for_call(self, args, kwargs):
+        arguments = self._bind(args, kwargs)
+        if self._input_signature is not None:
+            key, flat = sig.signature_key(self._input_signature, arguments, self._param_names)
+        else:
+            key, flat = sig.make_key(arguments)
+        concrete = self._exact.get(key)
+        if concrete is not None:
+            return concrete, flat
+        for known, candidate in reversed(self._concretes):
+            if sig.key_accepts(known, key):
+                self._exact[key] = candidate
+                return candidate, flat
+        trace_key = key
+        if self._reduce_retracing and self._concretes:
+            for known, _ in reversed(self._concretes):
+                relaxed = sig.relax(known, key)
+                if relaxed is not None:
+                    trace_key = relaxed
+                    break
+        concrete = self._trace(arguments, key, trace_key)
+        self._exact[key] = concrete
+        return concrete, flat
+
+    # -- tracing -------------------------------------------------------------------------------
+    def _trace(self, arguments, key, trace_key):
+        if self._concretes:
+            reason = sig.describe_difference(self._concretes[-1][0], key)
+            self._retrace_reasons.append(reason)
+            if self._trace_count + 1 >= RETRACE_WARNING_THRESHOLD:
+                _log.warning(
+                    "@function %s traced %d times; the last retrace happened because %s. "
+                    "Retracing is expensive: pass tensors instead of Python values, use "
+                    "input_signature with None dimensions, or reduce_retracing=True.",
+                    self._name, self._trace_count + 1, reason)
+        concrete = trace_function(self._python_function, arguments, trace_key, self._name,
+                                  allow_variables=self._trace_count == 0)
+        self._trace_count += 1
+        self._concretes.append((trace_key, concrete))
+        return concrete
+
+    def get_concrete_function(self, *args, **kwargs):
+        """Traces (if needed) for TensorSpecs or example arguments; returns the graph function.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> f = ef.function(lambda x: x + 1.0)
+            >>> cf = f.get_concrete_function(ef.TensorSpec([None], ef.float32))
+            >>> cf(ef.constant([1.0, 2.0])).numpy().tolist()
+            [2.0, 3.0]
+        """
+        if not args and not kwargs and self._input_signature is not None:
+            args = self._input_signature
+        arguments = self._bind(args, kwargs)
+        key = _spec_key(arguments)
+        for known, candidate in self._concretes:
+            if known == key:
+                return candidate
+        return self._trace(arguments, key, key)
+
+    def __repr__(self):
+        return "<eagerflow.Function %s>" % self._name
+
+
+def _as_spec(x):
+    if isinstance(x, TensorSpec):
+        return x
+    if isinstance(x, Tensor):
+        return TensorSpec.from_tensor(x)
+    raise TypeError("input_signature must contain TensorSpecs, got %r" % (x,))
+
+
+def _spec_key(arguments):
+    """A cache key for arguments that may contain TensorSpecs (get_concrete_function)."""
+    flat = []
+    items = []
+    for path, leaf in nest.flatten_with_paths(arguments):
+        if isinstance(leaf, TensorSpec):
+            items.append((path, sig.TensorKey(leaf.dtype, tuple(leaf.shape.dims)
+                                              if leaf.shape.rank is not None else None)))
+        else:
+            items.append((path, sig._leaf_key(path, leaf, flat)))
+    return tuple(p for p, _ in items), tuple(k for _, k in items)
+
+
+def trace_function(python_function, arguments, key, name, allow_variables=True):
+    """Traces ``python_function`` for the tensor specs in ``key``; returns a ConcreteFunction."""
+    from eagerflow.tape import GradientTape
+
+    graph = Graph(name)
+    tracer = Tracer(graph)
+    tracer.allow_variable_creation = allow_variables
+    structure, leaves = key
+    tensor_keys = iter([k for k in leaves if isinstance(k, sig.TensorKey)])
+    placeholders = []
+    specs = []
+
+    def to_placeholder(path, value):
+        if isinstance(value, (Tensor, TensorSpec)) or (
+                not getattr(value, "_is_variable", False) and _is_array(value)):
+            k = next(tensor_keys)
+            arg_name = "_".join(str(p) for p in path) or "arg"
+            node = graph.add_placeholder(AbstractValue(k.shape, k.dtype), _identifier(arg_name))
+            t = SymbolicTensor(graph, node, 0)
+            placeholders.append(t)
+            specs.append(TensorSpec(TensorShape(k.shape), k.dtype, arg_name))
+            return t
+        return value
+
+    flat = nest.flatten_with_paths(arguments)
+    symbolic_leaves = [to_placeholder(path, value) for path, value in flat]
+    symbolic_args = nest.pack_sequence_as(arguments, symbolic_leaves)
+    tape = GradientTape(persistent=True)
+    with tracing(tracer):
+        with tape:
+            tape.watch([p for p in placeholders if p.dtype.is_floating or p.dtype.is_complex])
+            result = python_function(**symbolic_args)
+        output_map = []
+        for leaf in nest.flatten(result):
+            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
+                t = tracer.to_symbolic(leaf)
+                graph.outputs.append((t._node, t._index))
+                output_map.append(("out", len(graph.outputs) - 1))
+            else:
+                output_map.append(("py", leaf))
+    concrete = ConcreteFunction(graph, result, output_map, specs, list(arguments), tape=tape,
+                                function_name=name)
+    concrete._tracer = tracer
+    concrete._input_ids = [p._tid for p in placeholders]
+    concrete._output_ids = [_output_tid(graph, n, i, result) for n, i in graph.outputs]
+    return concrete
+
+
+def _output_tid(graph, node, index, result):
+    for leaf in nest.flatten(result):
+        if isinstance(leaf, SymbolicTensor) and leaf._node is node and leaf._index == index:
+            return leaf._tid
+    return 0
+
+
+def _is_array(value):
+    import numpy as np
+
+    return isinstance(value, np.ndarray)
+
+
+def _identifier(text):
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in text)
+    return out or "arg"
+
+
+def function(func=None, input_signature=None, autograph=True, jit_compile=None,
+             reduce_retracing=False, experimental_implements=None,
+             experimental_autograph_options=None, experimental_attributes=None,
+             experimental_relax_shapes=None, experimental_compile=None,
+             experimental_follow_type_hints=None, name=None):
+    """Compiles a Python function into graphs (``tf.function``).
+
+    The Python body runs once per new input signature (a trace); later calls with matching
+    arguments run the traced graph. Tensor arguments key the cache by dtype and shape,
+    Python values by value (they must be hashable). Control flow on tensor values must use
+    ``eagerflow.cond`` / ``eagerflow.while_loop``: Python is not rewritten, and a Python
+    ``if`` on a tensor raises an error naming the line.
+
+    Args:
+        func: The function to compile (or None, to use as ``@function(...)``).
+        input_signature: Optional list of TensorSpecs fixing the tensor arguments; None
+            dimensions accept any size, so one trace serves all.
+        autograph: Accepted for compatibility; no source rewriting is ever done.
+        jit_compile: Accepted for compatibility.
+        reduce_retracing: When True, a retrace for new shapes generalizes the differing
+            dimensions to None, so later shapes reuse it.
+        experimental_relax_shapes: Deprecated alias of ``reduce_retracing``.
+        name: Name of the function's graphs.
+
+    Returns:
+        A Function.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> @ef.function(input_signature=[ef.TensorSpec([None], ef.float32)])
+        ... def square(x):
+        ...     return x * x
+        >>> square(ef.constant([1.0, 2.0, 3.0])).numpy().tolist()
+        [1.0, 4.0, 9.0]
+    """
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or experimental_relax_shapes
+
+    def decorate(f):
+        if isinstance(f, Function):
+            return f
+        return Function(f, name=name, input_signature=input_signature,
+                        reduce_retracing=reduce_retracing, jit_compile=jit_compile)
+
+    if func is None:
+        return decorate
+    return decorate(func)
+
+

@@ -1,0 +1,208 @@
+"""Cache keys for traced functions, and the words that say why a function retraced.
+
+A call's key is the structure of its arguments with each tensor replaced by its spec
+(dtype and shape, possibly generalized), each variable by its identity and each other Python
+value by itself (it must be hashable). Comparing a new key with earlier ones names the
+argument that changed and how.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eagerflow import errors, nest
+from eagerflow.tensor import Tensor
+from eagerflow.tensor_shape import TensorShape, TensorSpec
+
+__all__ = ["make_key", "describe_difference", "TensorKey"]
+
+
+class TensorKey:
+    """The key of one tensor argument: dtype and (possibly generalized) shape."""
+
+    __slots__ = ("dtype", "shape", "_hash")
+
+    def __init__(self, dtype, shape):
+        self.dtype = dtype
+        self.shape = shape  # tuple with None dims, or None for unknown rank
+        self._hash = hash((dtype.name, shape))
+
+    def __eq__(self, other):
+        return (isinstance(other, TensorKey) and self.dtype is other.dtype
+                and self.shape == other.shape)
+
+    def __hash__(self):
+        return self._hash
+
+    def accepts(self, dtype, shape):
+        """True when a tensor of ``dtype``/``shape`` fits this (possibly relaxed) key."""
+        if dtype is not self.dtype:
+            return False
+        return TensorShape(self.shape).is_compatible_with(shape)
+
+    def spec(self, name=None):
+        return TensorSpec(TensorShape(self.shape), self.dtype, name)
+
+    def __repr__(self):
+        return "%s%s" % (self.dtype.name, list(self.shape) if self.shape is not None else "[?]")
+
+
+class VariableKey:
+    __slots__ = ("ref", "_id")
+
+    def __init__(self, variable):
+        self.ref = variable
+        self._id = id(variable)
+
+    def __eq__(self, other):
+        return isinstance(other, VariableKey) and other._id == self._id
+
+    def __hash__(self):
+        return self._id
+
+    def __repr__(self):
+        return "variable %s" % getattr(self.ref, "name", "?")
+
+
+def _leaf_key(path, value, flat_tensors):
+    if isinstance(value, Tensor):
+        flat_tensors.append(value)
+        return TensorKey(value.dtype, tuple(value._value.shape) if value._value.shape
+                         is not None else None)
+    if getattr(value, "_is_variable", False):
+        return VariableKey(value)
+    if isinstance(value, np.ndarray):
+        from eagerflow.tensor import convert_to_tensor
+
+        t = convert_to_tensor(value)
+        flat_tensors.append(t)
+        return TensorKey(t.dtype, tuple(t._value.shape))
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            "Argument %s of a @function is %r, an unhashable %s. Non-tensor arguments become "
+            "part of the function's cache key, so they must be hashable: pass a tuple "
+            "instead of a list, a tensor instead of an array-like, or make the object "
+            "hashable." % (_path_text(path), value, type(value).__name__)) from None
+    return ("py", type(value).__name__, value)
+
+
+def make_key(arguments):
+    """Returns (key, flat_tensors) for canonical arguments ``{name: value}``."""
+    flat_tensors = []
+    items = []
+    for path, leaf in nest.flatten_with_paths(arguments):
+        items.append((path, _leaf_key(path, leaf, flat_tensors)))
+    structure = tuple(path for path, _ in items)
+    return (structure, tuple(k for _, k in items)), flat_tensors
+
+
+def _path_text(path):
+    if not path:
+        return "?"
+    text = str(path[0])
+    for p in path[1:]:
+        text += "[%r]" % (p,)
+    return "`%s`" % text
+
+
+def describe_difference(old_key, new_key):
+    """A sentence saying which argument changed between two keys, and how."""
+    old_structure, old_leaves = old_key
+    new_structure, new_leaves = new_key
+    if old_structure != new_structure:
+        old_args = {p[0] for p in old_structure if p}
+        new_args = {p[0] for p in new_structure if p}
+        changed = sorted(str(a) for a in old_args ^ new_args) or sorted(
+            str(p[0]) for p, q in zip(old_structure, new_structure) if p != q and p)
+        return "the structure of argument(s) %s changed (nesting or number of elements)" % (
+            ", ".join("`%s`" % c for c in changed[:3]) or "?")
+    reasons = []
+    for path, old, new in zip(new_structure, old_leaves, new_leaves):
+        if old == new:
+            continue
+        where = _path_text(path)
+        if isinstance(old, TensorKey) and isinstance(new, TensorKey):
+            if old.dtype is not new.dtype:
+                reasons.append("%s changed dtype %s -> %s" % (where, old.dtype.name,
+                                                               new.dtype.name))
+            else:
+                reasons.append("%s changed shape %s -> %s" % (
+                    where, list(old.shape) if old.shape is not None else "?",
+                    list(new.shape) if new.shape is not None else "?"))
+        elif isinstance(old, tuple) and isinstance(new, tuple):
+            reasons.append("%s is a Python value that changed %r -> %r (each new Python value "
+                           "traces again; pass a tensor to avoid this)" % (where, old[2], new[2]))
+        elif isinstance(old, VariableKey) and isinstance(new, VariableKey):
+            reasons.append("%s is a different variable (%s)" % (where, new.ref.name))
+        else:
+            reasons.append("%s changed kind (%r -> %r)" % (where, old, new))
+    return "; ".join(reasons) if reasons else "the arguments differ"
+
+
+def relax(old_key, new_key):
+    """The most specific key that accepts both (None where shapes differ), or None."""
+    old_structure, old_leaves = old_key
+    new_structure, new_leaves = new_key
+    if old_structure != new_structure:
+        return None
+    leaves = []
+    for old, new in zip(old_leaves, new_leaves):
+        if isinstance(old, TensorKey) and isinstance(new, TensorKey):
+            if old.dtype is not new.dtype:
+                return None
+            shape = TensorShape(old.shape).most_specific_compatible_shape(new.shape)
+            leaves.append(TensorKey(old.dtype, tuple(shape.dims) if shape.rank is not None
+                                    else None))
+        elif old != new:
+            return None
+        else:
+            leaves.append(old)
+    return (old_structure, tuple(leaves))
+
+
+def key_accepts(key, call_key):
+    """True when a (relaxed) key accepts a call's exact key."""
+    structure, leaves = key
+    call_structure, call_leaves = call_key
+    if structure != call_structure:
+        return False
+    for k, c in zip(leaves, call_leaves):
+        if isinstance(k, TensorKey) and isinstance(c, TensorKey):
+            if not k.accepts(c.dtype, c.shape):
+                return False
+        elif k != c:
+            return False
+    return True
+
+
+def signature_key(input_signature, arguments, param_names):
+    """Validates call arguments against an input_signature; returns (key, flat_tensors)."""
+    from eagerflow.tensor import convert_to_tensor
+
+    flat_tensors = []
+    leaves = []
+    paths = []
+    for name, spec in zip(param_names, input_signature):
+        value = arguments.get(name)
+        spec_leaves = nest.flatten(spec)
+        try:
+            nest.assert_same_structure(spec, value, check_types=False)
+        except (ValueError, TypeError):
+            raise errors.InvalidArgumentError(
+                None, None, "Argument `%s` does not match the function's input_signature: "
+                "expected the structure %s, got %r." % (name, spec, value)) from None
+        for (path, leaf), s in zip(nest.flatten_with_paths(value), spec_leaves):
+            t = leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf, dtype=s.dtype)
+            if not s.is_compatible_with(t):
+                raise errors.InvalidArgumentError(
+                    None, None, "Argument `%s` (%s%s) is not compatible with its input_signature"
+                    " %s. Either pass a matching tensor or change the signature."
+                    % ((name,) + path if path else name, t.dtype.name,
+                       list(t._value.shape), s))
+            flat_tensors.append(t)
+            leaves.append(TensorKey(s.dtype, tuple(s.shape.dims) if s.shape.rank is not None
+                                    else None))
+            paths.append((name,) + path)
+    return (tuple(paths), tuple(leaves)), flat_tensors

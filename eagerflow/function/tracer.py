@@ -1,0 +1,259 @@
+"""The tracer: the dispatch hook that turns op calls into graph nodes.
+
+While a function is traced, ``context.state.trace`` is a :class:`Tracer`. Dispatch hands it
+every op call; it converts the inputs to references into its graph (capturing eager tensors
+and outer symbolic tensors, embedding Python constants), computes the outputs' abstract
+values with the primitive's shape rule, adds the node, and returns symbolic outputs. If a
+tape watches an input, the call is recorded on it exactly as in eager mode, so gradients
+taken inside a function become graph nodes too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from eagerflow import dtypes as dtypes_lib
+from eagerflow import errors
+from eagerflow.framework import context
+from eagerflow.function.graph import Graph, aval_of
+from eagerflow.function.symbolic import SymbolicTensor, user_frame
+from eagerflow.ops import dispatch
+from eagerflow.ops.registry import AbstractValue, zero_avals_eval
+from eagerflow.tensor import Tensor, convert_to_tensor
+
+__all__ = ["Tracer", "tracing", "eager_mode"]
+
+_state = context.state
+# Small Python/numpy constants are embedded as Const nodes; larger eager values captured.
+_EMBED_LIMIT = 64
+
+
+class Tracer:
+    """Builds one Graph from the op calls made while it is the active trace hook.
+
+    Args:
+        graph: The Graph to fill.
+        parent: The enclosing Tracer (nested functions, control-flow branches), or None.
+    """
+
+    def __init__(self, graph, parent=None):
+        self.graph = graph
+        self.parent = parent
+        self.created_variables = []
+        self.allow_variable_creation = True
+        self._captured = {}  # id(outer object) -> placeholder node
+        self._consts = {}
+
+    # -- the hook -----------------------------------------------------------------------------
+    def __call__(self, prim, args, attrs):
+        inputs = self._convert(prim, args)
+        avals = [t.aval for t in inputs]
+        out_avals = self._abstract_eval(prim, inputs, avals, attrs)
+        node = self.graph.add_node(
+            prim.name, [(t._node, t._index) for t in inputs], attrs, out_avals, prim=prim,
+            device=_device_string(), stateful=prim.stateful)
+        node.origin = user_frame()
+        outs = tuple(SymbolicTensor(self.graph, node, i) for i in range(len(out_avals)))
+        result = outs[0] if prim.single else outs
+        tapes = _state.tapes
+        if tapes and dispatch._tape_recorder is not None:
+            for t in inputs:
+                if t._tid:
+                    dispatch._tape_recorder(tapes, prim, inputs, attrs, result)
+                    break
+        return result
+
+    def _abstract_eval(self, prim, inputs, avals, attrs):
+        try:
+            if prim.shape_fn is not None:
+                out = prim.shape_fn(*avals, **attrs)
+            else:
+                out = zero_avals_eval(prim, avals, attrs)
+        except errors.OpError as exc:
+            if exc.op is None:
+                exc.op = prim.name
+            raise
+        except Exception as exc:  # noqa: BLE001 - shape rules raise numpy/Python errors
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s(%s)%s: %s%s" % (
+                    prim.name, ", ".join(repr(a) for a in avals),
+                    "".join(" %s=%r" % kv for kv in attrs.items()), exc, _at_user_line())
+            ) from None
+        if isinstance(out, AbstractValue):
+            out = (out,)
+        return tuple(out)
+
+    # -- inputs -------------------------------------------------------------------------------
+    def _convert(self, prim, args):
+        group = range(len(args)) if prim.dtype_group == "all" else prim.dtype_group
+        group_dtype = None
+        for i in group:
+            if i < len(args) and isinstance(args[i], Tensor):
+                group_dtype = args[i].dtype
+                break
+            if i < len(args) and getattr(args[i], "_is_variable", False):
+                group_dtype = args[i].dtype
+                break
+        inputs = []
+        for i, a in enumerate(args):
+            want = group_dtype if i in group and not isinstance(a, np.ndarray) else None
+            inputs.append(self.to_symbolic(a, want, prim))
+        _check_dtypes(prim, inputs, group)
+        return inputs
+
+    def to_symbolic(self, value, dtype=None, prim=None):
+        """A SymbolicTensor of this graph for any op input."""
+        if isinstance(value, SymbolicTensor):
+            if value._graph is self.graph:
+                return value
+            return self.capture(value)
+        if getattr(value, "_is_variable", False):
+            return value.read_value()  # a ReadVariableOp node via read_variable below
+        if isinstance(value, Tensor):
+            if _embeddable(value._value):
+                return self.const(np.asarray(value.numpy()))
+            return self.capture(value)
+        try:
+            t = convert_to_tensor(value, dtype=dtype)
+        except TypeError as exc:
+            raise errors.InvalidArgumentError(
+                None, getattr(prim, "name", None), "%s: %r cannot be converted to %s: %s" % (
+                    getattr(prim, "name", "op"), value, getattr(dtype, "name", "a tensor"),
+                    exc)) from None
+        if _embeddable(t._value):
+            return self.const(np.asarray(t.numpy()))
+        return self.capture(t)
+
+    def const(self, array):
+        """A Const node (deduplicated within the graph)."""
+        array = np.asarray(array)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        node = self._consts.get(key)
+        if node is None:
+            aval = AbstractValue(array.shape, dtypes_lib.from_numpy(array.dtype))
+            node = self.graph.add_node("Const", (), {}, (aval,), value=array, name="const")
+            self._consts[key] = node
+        return SymbolicTensor(self.graph, node, 0)
+
+    def capture(self, value):
+        """A placeholder bound at call time to an outer eager tensor or symbolic tensor."""
+        node = self._captured.get(id(value))
+        if node is None:
+            if isinstance(value, SymbolicTensor):
+                aval = value.aval
+                if self.parent is not None:
+                    value = self.parent.to_symbolic(value)
+            else:
+                aval = aval_of(value)
+            node = self.graph.add_capture(value, aval)
+            self._captured[id(value)] = node
+        return SymbolicTensor(self.graph, node, 0)
+
+    # -- variables ----------------------------------------------------------------------------
+    def on_variable_created(self, variable):
+        """Called by Variable() while tracing: allowed on a function's first trace only."""
+        if not self.allow_variable_creation:
+            raise ValueError(
+                "A @function tried to create a variable on a trace other than its first. "
+                "Variables inside a function are created once, on the first call; create them "
+                "outside the function (or guard creation with `if self.v is None:` on an "
+                "object attribute) so that later traces reuse them%s." % _at_user_line())
+        self.created_variables.append(variable)
+
+    def read_variable(self, variable):
+        """A ReadVariableOp node: the variable's value when the graph runs."""
+        index = self.graph.variable_index(variable)
+        aval = AbstractValue(variable.shape.dims if variable.shape.rank is not None else None,
+                             variable.dtype)
+        node = self.graph.add_node("ReadVariableOp", (), {"variable": index}, (aval,),
+                                   device=_device_string() or variable.device,
+                                   name="read_" + _clean(variable.name), stateful=True)
+        return SymbolicTensor(self.graph, node, 0)
+
+    def assign_variable(self, variable, value, op):
+        """An Assign*VariableOp node writing ``value`` to ``variable`` when the graph runs."""
+        index = self.graph.variable_index(variable)
+        t = self.to_symbolic(value, variable.dtype)
+        if t.dtype is not variable.dtype:
+            raise errors.InvalidArgumentError(
+                None, op, "%s: cannot assign a %s value to variable %s of dtype %s%s"
+                % (op, t.dtype.name, variable.name, variable.dtype.name, _at_user_line()))
+        if t._value.shape is not None and not variable.shape.is_compatible_with(
+                t._value.shape) and op == "AssignVariableOp":
+            raise errors.InvalidArgumentError(
+                None, op, "%s: shape %s does not match variable %s of shape %s%s"
+                % (op, list(t._value.shape), variable.name, variable.shape, _at_user_line()))
+        self.graph.add_node(op, [(t._node, t._index)], {"variable": index}, (),
+                            device=_device_string() or variable.device, stateful=True,
+                            name=op.replace("VariableOp", "").lower())
+
+
+def _clean(name):
+    return name.split(":")[0].replace("/", "_")
+
+
+def _embeddable(array):
+    return isinstance(array, (np.ndarray, np.generic)) and np.size(array) <= _EMBED_LIMIT
+
+
+def _device_string():
+    spec = _state.device_spec
+    return "" if spec is None else spec.to_string()
+
+
+def _at_user_line():
+    found = user_frame()
+    return "" if found is None else " (at %s:%d)" % (found[0], found[1])
+
+
+def _check_dtypes(prim, inputs, group):
+    first = None
+    for i in group:
+        if i >= len(inputs):
+            continue
+        dt = inputs[i].dtype
+        if first is None:
+            first = (i, dt)
+            if not prim.allows_dtype(dt.np_dtype):
+                raise errors.InvalidArgumentError(
+                    None, prim.name, "%s does not support dtype %s (inputs: %s)%s"
+                    % (prim.name, dt.name, ", ".join(repr(t.aval) for t in inputs),
+                       _at_user_line()))
+        elif dt is not first[1]:
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s: inputs must have the same dtype, got %s (input %d) and "
+                "%s (input %d)%s. eagerflow never promotes dtypes implicitly; use "
+                "eagerflow.cast." % (prim.name, first[1].name, first[0], dt.name, i,
+                                     _at_user_line()))
+
+
+@contextlib.contextmanager
+def tracing(tracer):
+    """Makes ``tracer`` the active trace hook for the block.
+
+    Tapes of the caller are set aside: a traced function records on its own tapes only
+    (gradients through a function call are handled at call time by the function).
+    """
+    previous = context.set_trace_hook(tracer)
+    saved_tapes = _state.tapes
+    _state.tapes = ()
+    try:
+        yield tracer
+    finally:
+        _state.tapes = saved_tapes
+        context.set_trace_hook(previous)
+
+
+@contextlib.contextmanager
+def eager_mode():
+    """Runs the block eagerly even inside a trace (TF's ``init_scope``)."""
+    previous = context.set_trace_hook(None)
+    saved_spec, saved_device = _state.device_spec, _state.device
+    try:
+        yield
+    finally:
+        context.set_trace_hook(previous)
+        _state.device_spec, _state.device = saved_spec, saved_device
+        _state.refresh()

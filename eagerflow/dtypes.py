@@ -231,7 +231,8 @@ def as_dtype(type_value):
         if isinstance(dtype_attr, DType):
             return dtype_attr
         try:
-            np_dt = np.dtype(type_value)
+            # np.dtype(None) is float64; TF refuses None, and so do we.
+            np_dt = None if type_value is None else np.dtype(type_value)
         except TypeError:
             np_dt = None
         if np_dt is not None:

@@ -102,10 +102,22 @@ class Tensor:
         return value
 
     def __dlpack__(self, *args, **kwargs):
-        return self._value.__dlpack__(*args, **kwargs)
+        if self._device.backend_index:
+            return self._value.__dlpack__(*args, **kwargs)
+        # np.asarray: kernels may leave a numpy scalar, which has no __dlpack__. Consumers
+        # that read DLPack 1.0 flags get a read-only buffer (the tensor is immutable); older
+        # ones cannot be told, so they get the buffer itself.
+        view = np.asarray(self._value).view()
+        view.flags.writeable = False
+        try:
+            return view.__dlpack__(*args, **kwargs)
+        except BufferError:
+            return np.asarray(self._value).__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self._value.__dlpack_device__()
+        if self._device.backend_index:
+            return self._value.__dlpack_device__()
+        return np.asarray(self._value).__dlpack_device__()
 
     def item(self):
         return self._value.item()
@@ -413,6 +425,8 @@ def from_dlpack(capsule_or_array):
         [0.0, 1.0, 2.0]
     """
     obj = capsule_or_array
+    if type(obj).__name__ == "PyCapsule":  # what to_dlpack (and TF's) returns
+        obj = _Capsule(obj)
     device_type, device_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") \
         else (1, 0)
     if int(device_type) == 1:  # kDLCPU
@@ -431,7 +445,53 @@ def from_dlpack(capsule_or_array):
 
 
 def to_dlpack(tensor):
-    """Returns a DLPack capsule of the tensor's buffer (no copy)."""
-    return tensor._value.__dlpack__()
+    """Returns a DLPack capsule of the tensor's buffer (no copy).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> capsule = ef.experimental.dlpack.to_dlpack(ef.constant([1.0, 2.0]))
+        >>> ef.experimental.dlpack.from_dlpack(capsule).numpy().tolist()
+        [1.0, 2.0]
+    """
+    return tensor.__dlpack__()
+
+
+class _Capsule:
+    """Presents a bare DLPack capsule through the ``__dlpack__`` protocol numpy/cupy read."""
+
+    __slots__ = ("_capsule", "_device")
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+        self._device = _capsule_device(capsule)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def _capsule_device(capsule):
+    """(device_type, device_id) read from the DLManagedTensor[Versioned] inside a capsule."""
+    import ctypes
+
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        raise errors.InvalidArgumentError(
+            None, "from_dlpack", "The capsule %r is not an unused DLPack tensor (a capsule can "
+            "be consumed only once; export the tensor again)." % (name,))
+    pointer = api.PyCapsule_GetPointer(capsule, name)
+    # DLTensor is {void *data; DLDevice {int32 type, int32 id}; ...}. The versioned struct
+    # puts {uint32 major, minor}, manager_ctx, deleter and uint64 flags before it.
+    ptr_size = ctypes.sizeof(ctypes.c_void_p)
+    offset = (8 + 2 * ptr_size + 8 if name == b"dltensor_versioned" else 0) + ptr_size
+    device = (ctypes.c_int32 * 2).from_address(pointer + offset)
+    return int(device[0]), int(device[1])
 
 

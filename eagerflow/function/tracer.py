@@ -17,7 +17,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.framework import context
-from eagerflow.function.graph import Graph, aval_of
+from eagerflow.function.graph import aval_of
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
 from eagerflow.ops import dispatch
 from eagerflow.ops.registry import AbstractValue, zero_avals_eval

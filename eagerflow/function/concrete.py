@@ -98,22 +98,37 @@ class ConcreteFunction:
             raise errors.InvalidArgumentError(
                 None, self.name, "%s takes %d tensor arguments, got %d." % (
                     self.pretty_printed_signature(), len(self.graph.inputs), len(flat)))
-        return self._call_flat([f.read_value() if getattr(f, "_is_variable", False) else f
-                                for f in flat])
+        flat = [f.read_value() if getattr(f, "_is_variable", False) else f for f in flat]
+        for t, node in zip(flat, self.graph.inputs):
+            aval = node.avals[0]
+            if t.dtype is not aval.dtype or not aval_shape_ok(aval.shape, t._value.shape):
+                raise errors.InvalidArgumentError(
+                    None, self.name, "%s: argument %s is %s%s, expected %r." % (
+                        self.name, node.name, t.dtype.name, list(t._value.shape), aval))
+        return self._call_flat(flat)
 
     def _call_flat(self, flat_tensors):
-        for t, node in zip(flat_tensors, self.graph.inputs):
-            aval = node.avals[0]
-            if t.dtype is not aval.dtype:
-                raise errors.InvalidArgumentError(
-                    None, self.name, "%s: argument %s has dtype %s, expected %s." % (
-                        self.name, node.name, t.dtype.name, aval.dtype.name))
+        """Runs on flat eager tensors already matched to the signature by the caller."""
         if _state.tapes and self._needs_gradient(flat_tensors):
-            outputs = self._call_recorded(flat_tensors)
-        else:
-            arrays = self.executor.run([t._value for t in flat_tensors], self._capture_values())
-            outputs = self._wrap(arrays, flat_tensors)
-        return self._pack(outputs)
+            return self._pack(self._call_recorded(flat_tensors))
+        executor = self._executor or self.executor
+        arrays = executor.run([t._value for t in flat_tensors],
+                              [c._value for _, c in self.graph.captures])
+        if self._single_output:
+            device = executor.output_devices[0]
+            if device is None:
+                device = flat_tensors[0]._device if flat_tensors else context.CPU0
+            return wrap(arrays[0], device)
+        return self._pack(self._wrap(arrays, flat_tensors))
+
+    @property
+    def _single_output(self):
+        single = self.__dict__.get("_single")
+        if single is None:
+            single = (len(self._flat_output_map) == 1 and self._flat_output_map[0][0] == "out"
+                      and not nest.is_nested(self.structured_outputs))
+            self._single = single
+        return single
 
     def _capture_values(self):
         values = []
@@ -204,6 +219,13 @@ class ConcreteFunction:
                 tape._entries.append(entry)
                 tape._ids.update(entry.output_ids)
         return outputs
+
+
+def aval_shape_ok(expected, shape):
+    if expected is None:
+        return True
+    return len(expected) == len(shape) and all(
+        e is None or e == d for e, d in zip(expected, shape))
 
 
 def empty_graph(name):

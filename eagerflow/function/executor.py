@@ -65,16 +65,96 @@ class Executor:
             if slot not in keep:
                 frees[k].append(slot)
         self.devices = []
+        # Constants are placed in their slots once; a run starts from a copy of this list.
+        template = [None] * n_slots
         for k, node in enumerate(compute_nodes):
             device = _node_device(node)
             self.devices.append(device)
+            outs = tuple(slots[(node.id, i)] for i in range(node.num_outputs))
+            if node.op == "Const" and not frees[k]:
+                value = node.value
+                template[outs[0]] = device.backend.asarray(value) if device.backend_index \
+                    else value
+                continue
             fn = self._step_function(node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
-            outs = tuple(slots[(node.id, i)] for i in range(node.num_outputs))
-            steps.append((fn, ins, outs, node.attrs if node.prim is not None else None,
-                          tuple(frees[k]), node))
+            # kind: 1 = one output, 0 = none, 2 = several
+            kind = 1 if len(outs) == 1 else (0 if not outs else 2)
+            steps.append((fn, ins, outs[0] if kind == 1 else outs,
+                          (node.attrs or None) if node.prim is not None else None,
+                          tuple(frees[k]) or None, node, kind))
         self.steps = steps
+        self._template = template
         self.output_devices = [self._device_of(n) for n, _ in graph.outputs]
+        self._run = self._generate()
+
+    def _generate(self):
+        """Generates straight-line Python for the schedule (no interpreter loop per step).
+
+        Each slot becomes a local variable; constants and kernels are globals of the
+        generated function; a value is deleted after its last use. ``_step`` tracks the
+        running step so a failure can name the node.
+        """
+        env = {"_fail": self._fail}
+        lines = ["def run(args, captures):"]
+        names = {}
+        for slot, value in enumerate(self._template):
+            if value is not None:
+                env["K%d" % slot] = value
+                names[slot] = "K%d" % slot
+        for k, slot in enumerate(self.input_slots):
+            names[slot] = "v%d" % slot
+        for k, slot in enumerate(self.capture_slots):
+            names[slot] = "v%d" % slot
+        if self.input_slots:
+            lines.append("    %s, = args" % ", ".join("v%d" % s for s in self.input_slots))
+        if self.capture_slots:
+            lines.append("    %s, = captures" % ", ".join("v%d" % s for s in self.capture_slots))
+        lines.append("    _step = -1")
+        lines.append("    try:")
+        outputs = set(self.output_slots)
+        for k, (fn, ins, outs, attrs, frees, node, kind) in enumerate(self.steps):
+            env["F%d" % k] = fn
+            call_args = [names.get(i, "v%d" % i) for i in ins]
+            if attrs:
+                for j, (key, value) in enumerate(attrs.items()):
+                    env["A%d_%d" % (k, j)] = value
+                    call_args.append("%s=A%d_%d" % (key, k, j))
+            call = "F%d(%s)" % (k, ", ".join(call_args))
+            lines.append("        _step = %d" % k)
+            if kind == 1:
+                names[outs] = "v%d" % outs
+                lines.append("        v%d = %s" % (outs, call))
+            elif kind:
+                for o in outs:
+                    names[o] = "v%d" % o
+                lines.append("        %s, = %s" % (", ".join("v%d" % o for o in outs), call))
+            else:
+                lines.append("        %s" % call)
+            if frees:
+                dead = [names[f] for f in frees
+                        if f not in outputs and names.get(f, "K")[0] == "v"]
+                if dead:
+                    lines.append("        del %s" % ", ".join(dead))
+        lines.append("    except Exception as exc:")
+        lines.append("        _fail(_step, exc)")
+        lines.append("    return [%s]" % ", ".join(names.get(s, "v%d" % s)
+                                                  for s in self.output_slots))
+        source = "\n".join(lines) + "\n"
+        code = compile(source, "<graph %s>" % self.graph.name, "exec")
+        exec(code, env)  # noqa: S102 - generated from the graph, no user strings
+        self.source = source
+        return env["run"]
+
+    def _fail(self, step, exc):
+        if isinstance(exc, errors.OpError) and getattr(exc, "_graph_node_named", False):
+            raise exc
+        node = self.steps[step][5] if step >= 0 else None
+        if node is None:
+            raise exc
+        error = _node_error(node, [], exc)
+        error._graph_node_named = True
+        raise error from None
 
     def _device_of(self, node):
         if node.op == "Placeholder":
@@ -114,12 +194,16 @@ class Executor:
         Raises:
             The eagerflow error of the failing node, naming the user's line that created it.
         """
-        vals = [None] * self.n_slots
+        return self._run(args, captures)
+
+    def run_interpreted(self, args, captures):
+        """The same as ``run``, one step at a time (for debugging the generated code)."""
+        vals = self._template.copy()
         for slot, value in zip(self.input_slots, args):
             vals[slot] = value
         for slot, value in zip(self.capture_slots, captures):
             vals[slot] = value
-        for fn, ins, outs, attrs, frees, node in self.steps:
+        for fn, ins, outs, attrs, frees, node, kind in self.steps:
             try:
                 if attrs:
                     result = fn(*[vals[i] for i in ins], **attrs)
@@ -127,14 +211,14 @@ class Executor:
                     result = fn(*[vals[i] for i in ins])
             except Exception as exc:  # noqa: BLE001 - translated with the node's origin
                 raise _node_error(node, [vals[i] for i in ins], exc) from None
-            n = len(outs)
-            if n == 1:
-                vals[outs[0]] = result
-            elif n:
+            if kind == 1:
+                vals[outs] = result
+            elif kind:
                 for slot, value in zip(outs, result):
                     vals[slot] = value
-            for slot in frees:
-                vals[slot] = None
+            if frees:
+                for slot in frees:
+                    vals[slot] = None
         return [vals[s] for s in self.output_slots]
 
 
@@ -175,7 +259,8 @@ def _node_error(node, inputs, exc):
         filename, lineno, line = node.origin
         where = " (created at %s:%d%s)" % (filename, lineno, ": `%s`" % line if line else "")
     described = ", ".join(
-        "%s%s" % (getattr(v, "dtype", type(v).__name__), list(np.shape(v))) for v in inputs)
+        "%s%s" % (getattr(v, "dtype", type(v).__name__), list(np.shape(v))) for v in inputs) \
+        if inputs else ", ".join("%r" % src.avals[i] for src, i in node.inputs)
     if isinstance(exc, errors.OpError):
         exc.message = "%s (node %s)%s" % (exc.message, node.name, where)
         exc.args = (exc.message,)

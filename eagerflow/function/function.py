@@ -65,6 +65,13 @@ class Function:
         self._warned = False
         self._instances = weakref.WeakKeyDictionary()
         self._bound_instance = None
+        # Calls with only positional eager tensors / simple Python values skip binding and
+        # nested keys: (dtype, shape) per argument -> concrete function.
+        self._fast = {}
+        self._n_params = len(self._param_names)
+        self._simple_params = all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            for p in self._signature.parameters.values())
 
     # -- methods: each instance gets its own cache ----------------------------------------
     def __get__(self, instance, owner):
@@ -107,6 +114,16 @@ class Function:
         if _state.trace is not None:
             # Inside another trace: inline the Python (nested functions fuse into one graph).
             return self._python_function(*args, **kwargs)
+        if not kwargs and len(args) == self._n_params and self._simple_params:
+            fast_key = _fast_key(args)
+            if fast_key is not None:
+                concrete = self._fast.get(fast_key)
+                if concrete is None:
+                    concrete, flat = self._concrete_for_call(args, kwargs)
+                    if len(self._fast) < 256:
+                        self._fast[fast_key] = concrete
+                    return concrete._call_flat(flat)
+                return concrete._call_flat([a for a in args if a.__class__ is Tensor])
         concrete, flat = self._concrete_for_call(args, kwargs)
         return concrete._call_flat(flat)
 
@@ -180,6 +197,24 @@ class Function:
 
     def __repr__(self):
         return "<eagerflow.Function %s>" % self._name
+
+
+_SIMPLE = (int, float, bool, str, type(None))
+
+
+def _fast_key(args):
+    """A flat key for positional eager tensors and simple Python values, else None."""
+    key = []
+    for a in args:
+        cls = a.__class__
+        if cls is Tensor:
+            value = a._value
+            key.append((value.dtype, value.shape))
+        elif cls in _SIMPLE:
+            key.append((cls, a))
+        else:
+            return None
+    return tuple(key)
 
 
 def _as_spec(x):

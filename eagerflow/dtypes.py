@@ -215,7 +215,10 @@ def as_dtype(type_value):
     """
     if type_value.__class__ is DType:
         return type_value
-    found = _NP_TO_DTYPE.get(type_value) if not isinstance(type_value, (str, int)) else None
+    try:
+        found = _NP_TO_DTYPE.get(type_value) if not isinstance(type_value, (str, int)) else None
+    except TypeError:  # unhashable, e.g. a list
+        raise _unknown(type_value) from None
     if found is not None:
         return found
     if isinstance(type_value, str):
@@ -240,11 +243,13 @@ def as_dtype(type_value):
             if found is None and np_dt.name == "bfloat16":
                 return bfloat16
     if found is None:
-        raise TypeError(
-            "Cannot convert %r to an eagerflow dtype. Use one of: %s."
-            % (type_value, ", ".join(d.name for d in ALL_DTYPES))
-        )
+        raise _unknown(type_value)
     return found
+
+
+def _unknown(type_value):
+    return TypeError("Cannot convert %r to an eagerflow dtype. Use one of: %s."
+                     % (type_value, ", ".join(d.name for d in ALL_DTYPES)))
 
 
 def from_numpy(np_dtype):

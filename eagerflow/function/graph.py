@@ -14,7 +14,7 @@ Example:
     ...     return ef.tanh(x) * 2.0
     >>> print(f.get_concrete_function(ef.TensorSpec([3])).graph.pretty())  # doctest: +ELLIPSIS
     graph f(x: float32[3]) {
-      %1 = Tanh(%x)
+      %tanh = Tanh(%x) : float32[3]
     ...
 """
 

@@ -40,4 +40,29 @@ from eagerflow.variables import (  # noqa: E402,F401
 )
 from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F401
 from eagerflow.function import function  # noqa: E402,F401
+from eagerflow.function.control_flow import case, cond, switch_case, while_loop  # noqa
 from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
+
+
+# Heavier subpackages load on first use, keeping ``import eagerflow`` fast.
+_LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summary",
+                    "profiler")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        try:
+            module = importlib.import_module("eagerflow." + name)
+        except ModuleNotFoundError as exc:
+            if exc.name == "eagerflow." + name:
+                raise AttributeError("module 'eagerflow' has no attribute %r" % name) from None
+            raise
+        globals()[name] = module
+        return module
+    raise AttributeError("module 'eagerflow' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))

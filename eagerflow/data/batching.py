@@ -1,0 +1,264 @@
+"""Batching: ``batch``, ``padded_batch`` and ``unbatch``."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.data import rows as rows_lib, structure
+from eagerflow.data.arguments import INFINITE, UNKNOWN
+from eagerflow.data.dataset import Dataset
+from eagerflow.tensor import Tensor, convert_to_tensor
+from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape
+
+__all__ = ["BatchDataset", "PaddedBatchDataset", "UnbatchDataset"]
+
+host_value = structure.host_value
+
+
+def _batched_spec(spec, batch_dim):
+    def one(s):
+        if s.shape.rank is None:
+            return TensorSpec(TensorShape(None), s.dtype)
+        return TensorSpec([batch_dim] + s.shape.as_list(), s.dtype)
+
+    return structure.map_structure(one, spec)
+
+
+def _batched_cardinality(n, batch_size, drop_remainder):
+    if n in (INFINITE, UNKNOWN):
+        return n
+    return n // batch_size if drop_remainder else -(-n // batch_size)
+
+
+def _collect(input_dataset, batch_size, drop_remainder):
+    """Yields lists of ``batch_size`` consecutive elements (a shorter last one unless
+    ``drop_remainder``)."""
+    with closing(input_dataset._elements()) as iterator:
+        batch = []
+        for element in iterator:
+            batch.append(element)
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+        if batch and not drop_remainder:
+            yield batch
+
+
+def stack_elements(batch):
+    """Stacks a list of elements component by component into one batched element."""
+    columns = zip(*[structure.flatten(e) for e in batch])
+    out = []
+    for index, column in enumerate(columns):
+        arrays = [host_value(t) for t in column]
+        try:
+            out.append(structure.wrap_array(np.stack(arrays)))
+        except ValueError:
+            first = arrays[0].shape
+            other = next(j for j, a in enumerate(arrays) if a.shape != first)
+            raise errors.InvalidArgumentError(
+                None, "batch", "Cannot batch tensors with different shapes in component %d. "
+                "First element had shape %s and element %d had shape %s. Use padded_batch "
+                "to pad them to a common shape, or map them to one shape first."
+                % (index, list(first), other, list(arrays[other].shape))) from None
+    return structure.packer(batch[0])(out)
+
+
+class BatchDataset(Dataset):
+    """``batch``: slices over in-memory sources, one numpy stack per batch otherwise."""
+
+    def __init__(self, input_dataset, batch_size, drop_remainder):
+        super().__init__((input_dataset,))
+        self._batch_size = batch_size
+        self._drop_remainder = drop_remainder
+
+    def _compute_spec(self):
+        return _batched_spec(self._inputs[0].element_spec,
+                             self._batch_size if self._drop_remainder else None)
+
+    def _cardinality(self):
+        return _batched_cardinality(self._inputs[0]._cardinality(), self._batch_size,
+                                    self._drop_remainder)
+
+    def _elements(self):
+        rows = self._inputs[0]._rows()
+        if rows is not None:
+            return rows_lib.iterate_batches(rows, self._batch_size, self._drop_remainder)
+        return self._stacked()
+
+    def _stacked(self):
+        for batch in _collect(self._inputs[0], self._batch_size, self._drop_remainder):
+            yield stack_elements(batch)
+
+
+def _shape_of(value, what):
+    """A padded shape given as a TensorShape, list, tuple or int tensor (-1 is None)."""
+    if isinstance(value, Tensor):
+        value = value.numpy().tolist()
+    if isinstance(value, (list, tuple)):
+        value = [None if d is None or (not isinstance(d, TensorShape) and int(d) == -1)
+                 else d for d in value]
+    try:
+        return as_shape(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("Dataset.padded_batch: %s is not a valid shape: %r (%s)."
+                         % (what, value, exc)) from None
+
+
+def _padding_value(value, spec, what):
+    if value is None:
+        return np.zeros((), spec.dtype.np_dtype)
+    if isinstance(value, Tensor):
+        if value.dtype is not spec.dtype:
+            raise TypeError("Dataset.padded_batch: the padding value for %s has dtype %s but "
+                            "the component is %s; give a value of the component's dtype."
+                            % (what, value.dtype.name, spec.dtype.name))
+        array = np.asarray(value)
+    else:
+        array = np.asarray(convert_to_tensor(value, dtype=spec.dtype))
+    if array.ndim != 0:
+        raise ValueError("Dataset.padded_batch: the padding value for %s must be a scalar, "
+                         "got shape %s." % (what, array.shape))
+    return array
+
+
+class PaddedBatchDataset(Dataset):
+    """``padded_batch``: pads each component to a common shape, then stacks."""
+
+    def __init__(self, input_dataset, batch_size, padded_shapes, padding_values,
+                 drop_remainder):
+        super().__init__((input_dataset,))
+        self._batch_size = batch_size
+        self._drop_remainder = drop_remainder
+        spec = input_dataset.element_spec
+        leaves = structure.flatten(spec)
+        paths = [p or "the element" for p in structure.leaf_paths(spec)]
+        if padded_shapes is None:
+            for path, s in zip(paths, leaves):
+                if s.shape.rank is None:
+                    raise ValueError("Dataset.padded_batch: component %s has an unknown rank, "
+                                     "so `padded_shapes` must be given." % path)
+            shapes = [s.shape for s in leaves]
+        else:
+            shapes = _leaves_like(spec, padded_shapes, "padded_shapes")
+            shapes = [_shape_of(v, "padded_shapes for " + p) for v, p in zip(shapes, paths)]
+            for path, shape, s in zip(paths, shapes, leaves):
+                if not _fits(shape, s.shape):
+                    raise ValueError(
+                        "Dataset.padded_batch: the padded shape %s is not compatible with "
+                        "the shape %s of component %s (a padded shape needs the same rank "
+                        "and dimensions at least as large)." % (shape, s.shape, path))
+        if padding_values is None or not structure.is_nested(padding_values) \
+                and structure.is_nested(spec):
+            values = [padding_values] * len(leaves)
+        else:
+            values = _leaves_like(spec, padding_values, "padding_values")
+        self._pads = [_padding_value(v, s, p) for v, s, p in zip(values, leaves, paths)]
+        self._shapes = shapes
+        self._spec = structure.pack(spec, [
+            TensorSpec([batch_size if drop_remainder else None] + shape.as_list(), s.dtype)
+            for shape, s in zip(shapes, leaves)])
+
+    def _cardinality(self):
+        return _batched_cardinality(self._inputs[0]._cardinality(), self._batch_size,
+                                    self._drop_remainder)
+
+    def _elements(self):
+        for batch in _collect(self._inputs[0], self._batch_size, self._drop_remainder):
+            columns = zip(*[structure.flatten(e) for e in batch])
+            out = [self._pad(i, [np.asarray(t) for t in column])
+                   for i, column in enumerate(columns)]
+            yield structure.pack(batch[0], out)
+
+    def _pad(self, index, arrays):
+        padded = self._shapes[index].as_list()
+        for a in arrays:
+            if a.ndim != len(padded):
+                raise errors.InvalidArgumentError(
+                    None, "padded_batch", "Dataset.padded_batch: component %d has rank %d but "
+                    "its padded shape %s has rank %d." % (index, a.ndim, padded, len(padded)))
+        target = [d if d is not None else max(a.shape[k] for a in arrays)
+                  for k, d in enumerate(padded)]
+        pad = self._pads[index]
+        out = np.full([len(arrays)] + target, pad, dtype=pad.dtype)
+        for j, a in enumerate(arrays):
+            if any(n > t for n, t in zip(a.shape, target)):
+                raise errors.InvalidArgumentError(
+                    None, "padded_batch", "Dataset.padded_batch: attempted to pad to a smaller "
+                    "size than the input element: component %d has shape %s, padded shape "
+                    "is %s." % (index, list(a.shape), target))
+            out[(j,) + tuple(slice(0, n) for n in a.shape)] = a
+        return structure.wrap_array(out)
+
+
+def _fits(padded, shape):
+    if padded.rank is None or shape.rank is None:
+        return True
+    if padded.rank != shape.rank:
+        return False
+    return all(p is None or s is None or p >= s for p, s in zip(padded, shape))
+
+
+def _leaves_like(spec, value, what):
+    try:
+        return structure.flatten_up_to(spec, value, "Dataset.padded_batch: `%s`" % what)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class UnbatchDataset(Dataset):
+    """``unbatch``: splits every element along its first dimension."""
+
+    def __init__(self, input_dataset):
+        super().__init__((input_dataset,))
+
+    def _compute_spec(self):
+        def one(s):
+            if s.shape.rank is None:
+                return TensorSpec(TensorShape(None), s.dtype)
+            if s.shape.rank == 0:
+                raise ValueError("Dataset.unbatch: the elements have a scalar component "
+                                 "(%s), which has no batch dimension to split."
+                                 % structure.describe(s))
+            return TensorSpec(s.shape[1:], s.dtype)
+
+        return structure.map_structure(one, self._inputs[0].element_spec)
+
+    def _cardinality(self):
+        n = self._inputs[0]._cardinality()
+        if n in (INFINITE, UNKNOWN):
+            return n
+        dims = {s.shape[0] if s.shape.rank else None
+                for s in structure.flatten(self._inputs[0].element_spec)}
+        if len(dims) == 1 and None not in dims:
+            return n * dims.pop()
+        return UNKNOWN
+
+    def _elements(self):
+        wrap = structure.wrap_array
+        with closing(self._inputs[0]._elements()) as iterator:
+            for element in iterator:
+                arrays = [_read_only(t) for t in structure.flatten(element)]
+                if any(a.ndim == 0 for a in arrays):
+                    raise errors.InvalidArgumentError(
+                        None, "unbatch", "Dataset.unbatch: an element has a scalar component, "
+                        "which has no batch dimension to split.")
+                sizes = {a.shape[0] for a in arrays}
+                if len(sizes) > 1:
+                    raise errors.InvalidArgumentError(
+                        None, "unbatch", "Dataset.unbatch: the components of an element have "
+                        "different batch sizes %s; they must all have the same first "
+                        "dimension." % sorted(sizes))
+                pack = structure.packer(element)
+                for i in range(arrays[0].shape[0]):
+                    yield pack([wrap(a[i, ...]) for a in arrays])
+
+
+def _read_only(tensor):
+    array = np.asarray(tensor)
+    if array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array

@@ -566,6 +566,8 @@ def _zeros(meta):
     from eagerflow.tensor import wrap
 
     shape, np_dtype, device = meta
+    if device is None:
+        return None  # a symbolic output (traced control flow): its backward takes None as zero
     return wrap(device.backend.zeros(shape, dtype=np_dtype), device)
 
 

@@ -11,6 +11,8 @@ variable.
 
 from __future__ import annotations
 
+import itertools
+
 from eagerflow.function.executor import Executor
 from eagerflow.function.graph import Graph, Node
 from eagerflow.function.symbolic import SymbolicTensor
@@ -81,6 +83,8 @@ def build(concrete):
     fwd.library = graph.library
 
     bwd = Graph(graph.name + "_backward")
+    # Copied nodes keep their ids (slots are keyed by id): number the new placeholders after.
+    bwd._counter = itertools.count(max((n.id for n in graph.nodes), default=0) + 1)
     bwd.variables = graph.variables
     bwd.library = graph.library
     remap = {}
@@ -107,7 +111,10 @@ def build(concrete):
             bwd.outputs.append(remap[(g._node.id, g._index)])
     # Nodes appended by the gradient trace are not part of the function's own graph.
     del graph.nodes[forward_count:]
-    return GradientPair(Executor(fwd), _BackwardRunner(Executor(bwd), grad_slots),
+    from eagerflow.function.passes import optimize
+
+    return GradientPair(Executor(optimize(fwd)), _BackwardRunner(Executor(optimize(bwd)),
+                                                                 grad_slots),
                         variables, float_outputs)
 
 

@@ -29,7 +29,7 @@ __all__ = ["Graph", "Node", "BUILTIN_OPS"]
 # Nodes the executor implements itself rather than through a primitive's kernel.
 BUILTIN_OPS = frozenset((
     "Placeholder", "Const", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-    "AssignSubVariableOp", "Print", "If", "While", "Call", "Send", "Recv",
+    "AssignSubVariableOp", "Print", "If", "Case", "While", "Assert", "Call", "Send", "Recv",
 ))
 
 STATEFUL_BUILTINS = frozenset((

@@ -44,6 +44,7 @@ class Tracer:
         self.created_variables = []
         self.allow_variable_creation = True
         self._captured = {}  # id(outer object) -> placeholder node
+        self._pinned = []
         self._consts = {}
 
     # -- the hook -----------------------------------------------------------------------------
@@ -74,6 +75,8 @@ class Tracer:
         except errors.OpError as exc:
             if exc.op is None:
                 exc.op = prim.name
+            exc.message = "%s%s" % (exc.message, _at_user_line())
+            exc.args = (exc.message,)
             raise
         except Exception as exc:  # noqa: BLE001 - shape rules raise numpy/Python errors
             raise errors.InvalidArgumentError(
@@ -139,8 +142,10 @@ class Tracer:
 
     def capture(self, value):
         """A placeholder bound at call time to an outer eager tensor or symbolic tensor."""
-        node = self._captured.get(id(value))
+        key = id(value)
+        node = self._captured.get(key)
         if node is None:
+            original = value
             if isinstance(value, SymbolicTensor):
                 aval = value.aval
                 if self.parent is not None:
@@ -148,7 +153,9 @@ class Tracer:
             else:
                 aval = aval_of(value)
             node = self.graph.add_capture(value, aval)
-            self._captured[id(value)] = node
+            # Keyed by the caller's object, which is kept alive so its id cannot be reused.
+            self._captured[key] = node
+            self._pinned.append(original)
         return SymbolicTensor(self.graph, node, 0)
 
     # -- variables ----------------------------------------------------------------------------
@@ -161,6 +168,43 @@ class Tracer:
                 "outside the function (or guard creation with `if self.v is None:` on an "
                 "object attribute) so that later traces reuse them%s." % _at_user_line())
         self.created_variables.append(variable)
+
+    def lift(self, tensor):
+        """The eager value of a symbolic ``tensor`` that depends on no function input, or None.
+
+        A variable created while tracing is created once, eagerly; an initial value computed
+        by ops in the trace (``Variable(zeros([3]))``) is evaluated here from the nodes that
+        produce it, as TF lifts variable initializers out of a function's graph.
+        """
+        graph = tensor._graph
+        needed = set()
+        stack = [tensor._node]
+        while stack:
+            node = stack.pop()
+            if node.id in needed:
+                continue
+            if node.op == "Placeholder" and (not node.attrs.get("capture")
+                                             or isinstance(node.value, SymbolicTensor)):
+                return None  # a function input (or an outer function's value)
+            if node.op.startswith("Assign"):
+                return None
+            needed.add(node.id)
+            stack.extend(src for src, _ in node.inputs)
+            stack.extend(node.control_inputs)
+        from eagerflow.function.executor import Executor
+        from eagerflow.function.graph import Graph
+        from eagerflow.tensor import wrap
+
+        sub = Graph(graph.name + "_initializer")
+        sub.nodes = [n for n in graph.nodes if n.id in needed]
+        sub.captures = [(n, c) for n, c in graph.captures if n.id in needed]
+        sub.variables = graph.variables
+        sub.outputs = [(tensor._node, tensor._index)]
+        with eager_mode():
+            captures = [c.read_value()._value if getattr(c, "_is_variable", False)
+                        else c._value for _, c in sub.captures]
+            value = Executor(sub).run([], captures)[0]
+        return wrap(value, context.CPU0)
 
     def read_variable(self, variable):
         """A ReadVariableOp node: the variable's value when the graph runs."""

@@ -256,3 +256,14 @@ class _Threading:
 
 
 threading = _Threading()
+
+
+def __getattr__(name):
+    # ``config.optimizer`` lives with the function machinery; imported on first use so that
+    # ``import eagerflow`` stays fast.
+    if name == "optimizer":
+        from eagerflow.function import optimizer_config
+
+        globals()["optimizer"] = optimizer_config
+        return optimizer_config
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

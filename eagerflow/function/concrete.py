@@ -80,7 +80,9 @@ class ConcreteFunction:
     @property
     def executor(self):
         if self._executor is None:
-            self._executor = Executor(self.graph)
+            from eagerflow.function import passes
+
+            self._executor = Executor(passes.optimize(self.graph))
         return self._executor
 
     # -- calling ----------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""Graph optimizer passes: small rewrites over the IR, run before a graph is compiled.
+
+``optimize(graph)`` returns a new, optimized Graph with the same calling convention
+(inputs, captures and outputs by position); the traced graph is never modified, so
+``ConcreteFunction.graph`` stays what was traced. The passes, one module each:
+
+* ``constant_folding``: constant subexpressions become Const nodes;
+* ``algebraic``: exact arithmetic identities, transpose/reshape chains, and removal of
+  Identity/StopGradient;
+* ``cse``: duplicate computations (and variable reads between writes) merge;
+* ``dce``: nodes no output or side effect needs are dropped;
+* ``fusion``: clusters of elementwise ops become one FusedElementwise node.
+
+They run in that order, repeated while anything changes (at most ``MAX_ROUNDS`` times),
+then fusion runs once. Each is switched by ``eagerflow.config.optimizer`` options.
+
+Example:
+    >>> import eagerflow as ef
+    >>> from eagerflow.function import passes
+    >>> f = ef.function(lambda x: ef.tanh(x) * 1.0 + ef.tanh(x))
+    >>> graph = f.get_concrete_function(ef.TensorSpec([3])).graph
+    >>> [n.op for n in passes.optimize(graph).nodes]
+    ['Placeholder', 'FusedElementwise']
+"""
+
+from __future__ import annotations
+
+from eagerflow.function import executor as _executor
+from eagerflow.function import optimizer_config
+from eagerflow.function.passes import (
+    algebraic, constant_folding, cse, dce, fused_step, fusion,
+)
+from eagerflow.function.passes.common import copy_graph
+
+__all__ = ["optimize", "MAX_ROUNDS"]
+
+MAX_ROUNDS = 4
+
+_executor.BUILTIN_STEPS["FusedElementwise"] = fused_step.fused_step
+
+
+def optimize(graph, options=None):
+    """Returns an optimized copy of ``graph``.
+
+    Args:
+        graph: A Graph (not modified).
+        options: Optional dict of ``eagerflow.config.optimizer`` options overriding the
+            configured ones for this call, e.g. ``{"remapping": False}``.
+
+    Returns:
+        A new Graph computing the same outputs with the same side effects in the same order.
+    """
+    opts = optimizer_config.effective_options(options)
+    return _optimize(graph, opts, {})
+
+
+def _optimize(graph, opts, done):
+    if id(graph) in done:
+        return done[id(graph)]
+    out = copy_graph(graph)
+    done[id(graph)] = out
+    out.library = {name: _optimize(sub, opts, done) if hasattr(sub, "nodes") else sub
+                   for name, sub in graph.library.items()}
+    if opts["disable_meta_optimizer"]:
+        return out
+    computing = sum(1 for n in out.nodes if n.op != "Placeholder")
+    if opts["min_graph_nodes"] > 0 and computing < opts["min_graph_nodes"]:
+        return out
+    rounds = []
+    if opts["debug_stripper"]:
+        rounds.append(dce.strip_debug)
+    if opts["constant_folding"]:
+        rounds.append(constant_folding.run)
+    if opts["arithmetic_optimization"]:
+        rounds.append(algebraic.run)
+    if opts["dependency_optimization"]:
+        rounds.append(algebraic.remove_identities)
+    if opts["common_subgraph_elimination"]:
+        rounds.append(cse.run)
+    if not opts["disable_model_pruning"]:
+        rounds.append(dce.run)
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for rewrite in rounds:
+            changed = rewrite(out) or changed
+        if not changed:
+            break
+    if opts["remapping"] and opts["elementwise_fusion"]:
+        fusion.run(out)
+    return out

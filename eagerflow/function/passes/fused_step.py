@@ -1,0 +1,316 @@
+"""Running a ``FusedElementwise`` node: generated straight-line numpy on the CPU, one
+generated CUDA kernel on the GPU.
+
+The node's attrs hold its sub-program as flat tuples of strings and ints, so a serialized
+graph carries it like any other node:
+
+* ``ops``: the primitive name of each sub-op, in execution order;
+* ``arity``: the number of inputs of each sub-op;
+* ``args``: all sub-op inputs, concatenated. A reference ``r < len(node.inputs)`` is the
+  node's input ``r``; ``r = len(node.inputs) + j`` is the result of sub-op ``j``;
+* ``dtypes``: the dtype name of each sub-op's result (the last one is the node's output);
+* ``op_attrs``: each sub-op's attrs as the ``repr`` of a tuple of ``(name, value)`` pairs;
+* ``inplace``: per sub-op, the reference whose buffer the CPU may overwrite with the result
+  (``-1``: allocate). The fusion pass proves each such reuse safe from static shapes.
+
+On the CPU the program becomes one generated Python function calling the numpy kernels:
+ufunc sub-ops write into dead intermediate buffers with ``out=``, so a chain of n ops over
+a big array allocates once instead of n times. On the GPU, a program whose every sub-op has
+a CUDA expression for its dtypes becomes one ``cupy.ElementwiseKernel`` (one pass over
+memory); otherwise each sub-op runs its own cupy kernel.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import weakref
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.ops import dispatch, registry
+
+__all__ = ["Program", "fused_step", "cuda_source", "python_source"]
+
+# Origins of the nodes a fused node replaced, for error messages naming the user's line.
+ORIGINS = weakref.WeakKeyDictionary()
+
+
+class Program:
+    """The decoded sub-program of a FusedElementwise node."""
+
+    def __init__(self, ops, arity, args, dtypes, op_attrs, inplace, in_dtypes):
+        self.prims = [registry.get(name) for name in ops]
+        self.refs = []
+        pos = 0
+        for n in arity:
+            self.refs.append(tuple(args[pos:pos + n]))
+            pos += n
+        self.dtypes = tuple(dtypes)
+        self.attrs = [dict(ast.literal_eval(text)) if text else {} for text in op_attrs]
+        self.inplace = tuple(inplace)
+        self.in_dtypes = tuple(in_dtypes)
+        self.n_in = len(in_dtypes)
+
+    @classmethod
+    def of(cls, node):
+        a = node.attrs
+        in_dtypes = [src.avals[i].dtype.name for src, i in node.inputs]
+        return cls(a["ops"], a["arity"], a["args"], a["dtypes"], a["op_attrs"], a["inplace"],
+                   in_dtypes)
+
+
+def encode_attrs(attrs):
+    """A sub-op's attrs as a literal string, or None if they would not read back equal."""
+    if not attrs:
+        return ""
+    text = repr(tuple(sorted(attrs.items())))
+    try:
+        if dict(ast.literal_eval(text)) != attrs:
+            return None
+    except (ValueError, SyntaxError):
+        return None
+    return text
+
+
+def cpu_ufunc(prim):
+    """``(ufunc, extra_args)`` when the CPU kernel of ``prim`` is one ufunc call, else None.
+
+    Only such sub-ops may write into a buffer with ``out=``; any other kernel may return a
+    view of its input, so its result is never overwritten.
+    """
+    from eagerflow.backend import numpy_backend
+
+    if prim in _UFUNCS:
+        return _UFUNCS[prim]
+    form = None
+    if prim.name == "Relu":
+        form = np.maximum, (0,)  # the Relu kernel is maximum(x, 0)
+    else:
+        kernel = prim.kernel(numpy_backend)
+        if isinstance(kernel, np.ufunc) and kernel.nout == 1 and kernel.nin == len(
+                prim_arity(prim)):
+            form = kernel, ()
+    _UFUNCS[prim] = form
+    return form
+
+
+_UFUNCS = weakref.WeakKeyDictionary()
+
+
+def prim_arity(prim):
+    return (0,) if prim.domain and prim.domain[0] == "unary" else (0, 1)
+
+
+# -- CPU ------------------------------------------------------------------------------------
+
+def python_source(program):
+    """The generated Python for the CPU (``fused``) and the globals it needs."""
+    from eagerflow.backend import numpy_backend
+
+    env = {}
+    params = ["a%d" % k for k in range(program.n_in)]
+    names = list(params)
+    lines = ["def fused(%s):" % ", ".join(params), "    _s = 0", "    try:"]
+    for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
+        args = [names[r] for r in refs]
+        target = program.inplace[j]
+        # Never an input's buffer, whatever a loaded graph's attrs say.
+        form = cpu_ufunc(prim) if target >= program.n_in else None
+        if form is not None:
+            env["K%d" % j] = form[0]
+            for e, extra in enumerate(form[1]):
+                env["C%d_%d" % (j, e)] = extra
+                args.append("C%d_%d" % (j, e))
+            # As a keyword: numpy takes a slower path for a positional ``out``.
+            args.append("out=%s" % names[target])
+        else:
+            env["K%d" % j] = prim.kernel(numpy_backend)
+            for key, value in program.attrs[j].items():
+                env["A%d_%s" % (j, key)] = value
+                args.append("%s=A%d_%s" % (key, j, key))
+        names.append("t%d" % j)
+        if j:
+            lines.append("        _s = %d" % j)
+        lines.append("        t%d = K%d(%s)" % (j, j, ", ".join(args)))
+    lines += ["    except Exception as exc:", "        _fail(_s, exc)",
+              "    return t%d" % (len(program.prims) - 1)]
+    return "\n".join(lines) + "\n", env
+
+
+def _build_cpu(program, node, device):
+    source, env = python_source(program)
+    env["_fail"] = _failure(program, node, device)
+    exec(compile(source, "<fused %s>" % node.name, "exec"), env)  # noqa: S102 - generated
+    fn = env["fused"]
+    fn.source = source
+    return fn
+
+
+def _failure(program, node, device):
+    origins = ORIGINS.get(node, ())
+
+    def fail(step, exc):
+        prim = program.prims[step]
+        error = dispatch._translate(prim, [], program.attrs[step], device, exc)
+        origin = origins[step] if step < len(origins) else None
+        if origin:
+            error.message = "%s (fused; the op was created at %s:%d)" % (
+                error.message, origin[0], origin[1])
+            error.args = (error.message,)
+        raise error from None
+
+    return fail
+
+
+# -- GPU ------------------------------------------------------------------------------------
+
+CTYPES = {
+    "float32": "float", "float64": "double", "int8": "signed char", "int16": "short",
+    "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
+    "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "bool",
+}
+_FLOAT = frozenset(("float32", "float64"))
+_INT = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+_NUM = _FLOAT | _INT
+_ANY = _NUM | {"bool"}
+
+# op -> (input dtypes allowed, expression); ``{0}``.. are the operands, ``{T}`` the operand's
+# C type, ``{O}`` the result's. Expressions follow numpy's results (NaN propagation in
+# maximum/minimum/relu), so a fused kernel computes what the per-op kernels compute.
+_UNARY_FLOAT = {
+    "Exp": "exp", "Expm1": "expm1", "Log": "log", "Log1p": "log1p", "Sqrt": "sqrt",
+    "Tanh": "tanh", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
+    "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh",
+    "Atanh": "atanh", "Erf": "erf", "Erfc": "erfc", "Floor": "floor", "Ceil": "ceil",
+    "Rint": "rint",
+}
+EXPRESSIONS = {name: (_FLOAT, fn + "({0})") for name, fn in _UNARY_FLOAT.items()}
+EXPRESSIONS.update({
+    "AddV2": (_NUM, "{0} + {1}"), "Sub": (_NUM, "{0} - {1}"), "Mul": (_NUM, "{0} * {1}"),
+    "RealDiv": (_FLOAT, "{0} / {1}"), "Neg": (_NUM, "-{0}"), "Square": (_NUM, "{0} * {0}"),
+    "SquaredDifference": (_NUM, "({0} - {1}) * ({0} - {1})"),
+    "Pow": (_FLOAT, "pow({0}, {1})"), "Atan2": (_FLOAT, "atan2({0}, {1})"),
+    "Reciprocal": (_FLOAT, "({T})1 / {0}"), "Rsqrt": (_FLOAT, "({T})1 / sqrt({0})"),
+    "Sigmoid": (_FLOAT, "({T})1 / (({T})1 + exp(-{0}))"),
+    "Softsign": (_FLOAT, "{0} / (({T})1 + fabs({0}))"),
+    "Abs": (_NUM, "({0} < ({T})0 ? -{0} : {0})"),
+    "Maximum": (_NUM, "({0} >= {1} || isnan((double){0})) ? {0} : {1}"),
+    "Minimum": (_NUM, "({0} <= {1} || isnan((double){0})) ? {0} : {1}"),
+    "Relu": (_NUM, "({0} > ({T})0 || isnan((double){0})) ? {0} : ({T})0"),
+    "Relu6": (_NUM, "isnan((double){0}) ? {0} : ({0} > ({T})6 ? ({T})6 : "
+                    "({0} > ({T})0 ? {0} : ({T})0))"),
+    "LeakyRelu": (_FLOAT, "{0} > ({T})0 ? {0} : {0} * ({T})({alpha})"),
+    "Equal": (_ANY, "{0} == {1}"), "NotEqual": (_ANY, "{0} != {1}"),
+    "Less": (_NUM, "{0} < {1}"), "LessEqual": (_NUM, "{0} <= {1}"),
+    "Greater": (_NUM, "{0} > {1}"), "GreaterEqual": (_NUM, "{0} >= {1}"),
+    "LogicalAnd": ({"bool"}, "{0} && {1}"), "LogicalOr": ({"bool"}, "{0} || {1}"),
+    "LogicalXor": ({"bool"}, "{0} != {1}"), "LogicalNot": ({"bool"}, "!{0}"),
+    "IsNan": (_FLOAT, "isnan({0})"), "IsInf": (_FLOAT, "isinf({0})"),
+    "IsFinite": (_FLOAT, "isfinite({0})"),
+    "ZerosLike": (_ANY, "({O})0"), "OnesLike": (_ANY, "({O})1"),
+    "SelectV2": (_ANY, "{0} ? {1} : {2}"),
+    "Cast": (_ANY, None),  # written per target dtype below
+})
+
+
+def cuda_expression(op, operand_dtypes, out_dtype, attrs, operands):
+    """The C expression of one sub-op, or None when it has none for these dtypes."""
+    entry = EXPRESSIONS.get(op)
+    if entry is None or out_dtype not in CTYPES:
+        return None
+    allowed, template = entry
+    value_dtypes = operand_dtypes[1:] if op == "SelectV2" else operand_dtypes
+    if any(d not in allowed for d in value_dtypes) or any(
+            d not in CTYPES for d in operand_dtypes):
+        return None
+    if op == "Cast":
+        if out_dtype == "bool":
+            return "(%s != 0)" % operands[0]
+        return "static_cast<%s>(%s)" % (CTYPES[out_dtype], operands[0])
+    if "isnan((double)" in template and value_dtypes[0] not in _FLOAT:
+        template = template.replace(" || isnan((double){0})", "").replace(
+            "isnan((double){0}) ? {0} : ", "")
+    fields = {"T": CTYPES[value_dtypes[0]] if value_dtypes else CTYPES[out_dtype],
+              "O": CTYPES[out_dtype]}
+    for key, value in attrs.items():
+        if isinstance(value, float) and not np.isfinite(value):
+            return None
+        fields[key] = repr(float(value)) if isinstance(value, float) else value
+    try:
+        return template.format(*operands, **fields)
+    except (KeyError, IndexError):  # an attr the expression needs is missing
+        return None
+
+
+def cuda_source(program):
+    """``(in_params, out_params, operation, name)`` for cupy.ElementwiseKernel, or None."""
+    names = ["in%d" % k for k in range(program.n_in)]
+    dtypes = list(program.in_dtypes) + list(program.dtypes)
+    lines = []
+    for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
+        expr = cuda_expression(prim.name, [dtypes[r] for r in refs], program.dtypes[j],
+                               program.attrs[j], [names[r] for r in refs])
+        if expr is None:
+            return None
+        names.append("t%d" % j)
+        lines.append("%s t%d = %s;" % (CTYPES[program.dtypes[j]], j, expr))
+    lines.append("out0 = t%d;" % (len(program.prims) - 1))
+    operation = "\n".join(lines)
+    in_params = ", ".join("%s in%d" % (d, k) for k, d in enumerate(program.in_dtypes))
+    out_params = "%s out0" % program.dtypes[-1]
+    digest = hashlib.sha1((in_params + out_params + operation).encode()).hexdigest()[:12]
+    return in_params, out_params, operation, "eagerflow_fused_" + digest
+
+
+_KERNELS = {}
+
+
+def _build_gpu(program, node, device):
+    source = cuda_source(program)
+    if source is None:
+        return _interpreted(program, node, device)
+    kernel = _KERNELS.get(source)
+    if kernel is None:
+        cupy = device.backend.module
+        # No FMA contraction: a fused a*b+c then rounds like the separate kernels.
+        kernel = cupy.ElementwiseKernel(*source, options=("--fmad=false",))
+        _KERNELS[source] = kernel
+    fail = _failure(program, node, device)
+
+    def fused(*args):
+        try:
+            return kernel(*args)
+        except Exception as exc:  # noqa: BLE001 - translated with the sub-op
+            fail(len(program.prims) - 1, exc)
+
+    return fused
+
+
+def _interpreted(program, node, device):
+    """Runs sub-ops one kernel at a time (GPU sub-ops without a CUDA expression)."""
+    kernels = [p.kernel(device.backend) for p in program.prims]
+    fail = _failure(program, node, device)
+    steps = list(zip(kernels, program.refs, program.attrs))
+
+    def fused(*args):
+        values = list(args)
+        try:
+            for kernel, refs, attrs in steps:
+                values.append(kernel(*[values[r] for r in refs], **attrs))
+        except Exception as exc:  # noqa: BLE001 - translated with the sub-op
+            fail(len(values) - len(args), exc)
+        return values[-1]
+
+    return fused
+
+
+def fused_step(node, device, executor):
+    """The executor's step factory for FusedElementwise nodes."""
+    program = Program.of(node)
+    if not program.prims:
+        raise errors.InternalError(None, node.op, "empty fused program in node %s" % node.name)
+    if device.backend_index:
+        return _build_gpu(program, node, device)
+    return _build_cpu(program, node, device)

@@ -7,10 +7,8 @@ from eagerflow.ops.arithmetic import (  # noqa: F401
     add, divide, equal, floordiv, floormod, greater, greater_equal, less, less_equal, multiply,
     negative, not_equal, pow, realdiv, subtract, truediv, where,
 )
-from eagerflow.ops.array_ops import (  # noqa: F401
-    broadcast_dynamic_shape, broadcast_static_shape, concat, ensure_shape, expand_dims, identity,
-    identity_n, pad, rank, repeat, reshape, reverse, roll, shape, shape_n, size, split, squeeze,
-    stack, stop_gradient, tile, transpose, unstack,
+from eagerflow.ops.binary_math import (  # noqa: F401
+    add_n, atan2, clip_by_value, maximum, minimum, truncatediv, truncatemod,
 )
 from eagerflow.ops.broadcast import (  # noqa: F401
     broadcast_to,
@@ -21,32 +19,73 @@ from eagerflow.ops.cast import (  # noqa: F401
 from eagerflow.ops.clip_ops import (  # noqa: F401
     clip_by_global_norm, clip_by_norm,
 )
+from eagerflow.ops.complex_math import (  # noqa: F401
+    abs, complex,
+)
 from eagerflow.ops.creation_ops import (  # noqa: F401
     eye, fill, linspace, meshgrid, ones, ones_like, range, sequence_mask, zeros, zeros_like,
 )
-from eagerflow.ops.indexing_ops import (  # noqa: F401
-    boolean_mask, gather, gather_nd, one_hot, scatter_nd, searchsorted, tensor_scatter_nd_add,
-    tensor_scatter_nd_max, tensor_scatter_nd_min, tensor_scatter_nd_sub, tensor_scatter_nd_update,
-    unique, unique_with_counts,
+from eagerflow.ops.einsum_ops import (  # noqa: F401
+    einsum, norm, tensordot,
 )
-from eagerflow.ops.linalg_ops import (  # noqa: F401
-    einsum, matmul, norm, tensordot,
+from eagerflow.ops.gather_ops import (  # noqa: F401
+    gather,
+)
+from eagerflow.ops.index_nd_ops import (  # noqa: F401
+    gather_nd, scatter_nd, tensor_scatter_nd_add, tensor_scatter_nd_max, tensor_scatter_nd_min,
+    tensor_scatter_nd_sub, tensor_scatter_nd_update,
+)
+from eagerflow.ops.join_ops import (  # noqa: F401
+    concat, split, stack, unstack,
 )
 from eagerflow.ops.logical_ops import (  # noqa: F401
     logical_and, logical_not, logical_or,
 )
-from eagerflow.ops.math_ops import (  # noqa: F401
-    abs, acos, acosh, add_n, asin, asinh, atan, atan2, atanh, clip_by_value, complex, cos, cosh,
-    erfinv, exp, floor, maximum, minimum, round, sigmoid, sign, sin, sinh, sqrt, square, tan, tanh,
-    truncatediv, truncatemod,
+from eagerflow.ops.mask_ops import (  # noqa: F401
+    boolean_mask, one_hot,
 )
-from eagerflow.ops.reduction_ops import (  # noqa: F401
-    argmax, argmin, cumsum, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
-    reduce_min, reduce_prod, reduce_sum,
+from eagerflow.ops.math_ops import (  # noqa: F401
+    floor,
+)
+from eagerflow.ops.matmul_ops import (  # noqa: F401
+    matmul,
+)
+from eagerflow.ops.pad_ops import (  # noqa: F401
+    pad,
+)
+from eagerflow.ops.reduction_composites import (  # noqa: F401
+    reduce_logsumexp,
+)
+from eagerflow.ops.reductions import (  # noqa: F401
+    argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
+    reduce_sum,
+)
+from eagerflow.ops.reshape_ops import (  # noqa: F401
+    expand_dims, reshape, squeeze, transpose,
+)
+from eagerflow.ops.scans import (  # noqa: F401
+    cumsum,
+)
+from eagerflow.ops.search_ops import (  # noqa: F401
+    searchsorted, unique, unique_with_counts,
+)
+from eagerflow.ops.shape_ops import (  # noqa: F401
+    broadcast_dynamic_shape, broadcast_static_shape, ensure_shape, identity, identity_n, rank,
+    shape, shape_n, size, stop_gradient,
 )
 from eagerflow.ops.slicing import (  # noqa: F401
     slice, strided_slice,
 )
 from eagerflow.ops.sort_ops import (  # noqa: F401
     argsort, sort,
+)
+from eagerflow.ops.special_math import (  # noqa: F401
+    erfinv,
+)
+from eagerflow.ops.tile_repeat_ops import (  # noqa: F401
+    repeat, reverse, roll, tile,
+)
+from eagerflow.ops.unary_math import (  # noqa: F401
+    acos, acosh, asin, asinh, atan, atanh, cos, cosh, exp, round, sigmoid, sign, sin, sinh, sqrt,
+    square, tan, tanh,
 )

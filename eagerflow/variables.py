@@ -167,6 +167,8 @@ class Variable(metaclass=_VariableMeta):
                 if callable(initial_value):
                     initial_value = initial_value()
                 if getattr(initial_value, "_graph", None) is not None:
+                    initial_value = trace.lift(initial_value)
+                if initial_value is None:
                     raise ValueError(
                         "A variable created inside a @function needs an initial value that "
                         "does not depend on the function's inputs; pass a constant, an "

@@ -11,7 +11,7 @@ import sys
 from eagerflow.benchmarks.timing import import_time, time_call
 from eagerflow.benchmarks.workloads import WORKLOADS
 
-COLUMNS = ("eagerflow", "numpy", "torch", "tensorflow")
+COLUMNS = ("eagerflow", "numpy", "eagerflow eager", "torch", "tensorflow")
 
 
 def _fmt(us):
@@ -37,24 +37,27 @@ def main(argv=None):
         times = {k: time_call(fn, min_time=min_time) for k, fn in fns.items()}
         rows.append((workload, times))
 
-    header = "%-46s %12s %12s %9s %12s %12s  %s" % (
-        "workload", "eagerflow", "numpy floor", "ef/numpy", "torch", "tensorflow", "note")
+    # "ef eager": the same Python run eagerly, for workloads that time a @function.
+    header = "%-46s %12s %12s %9s %12s %12s %12s  %s" % (
+        "workload", "eagerflow", "numpy floor", "ef/numpy", "ef eager", "torch", "tensorflow",
+        "note")
     print(header)
     print("-" * len(header))
     for workload, times in rows:
         base = times.get("numpy")
         ratio = times["eagerflow"] / base if base else float("nan")
-        print("%-46s %12s %12s %8.2fx %12s %12s  %s" % (
+        print("%-46s %12s %12s %8.2fx %12s %12s %12s  %s" % (
             workload.name, _fmt(times.get("eagerflow")), _fmt(base), ratio,
-            _fmt(times.get("torch")), _fmt(times.get("tensorflow")), workload.note))
+            _fmt(times.get("eagerflow eager")), _fmt(times.get("torch")),
+            _fmt(times.get("tensorflow")), workload.note))
 
     if not args.filter or "import" in args.filter:
         np_t = import_time("numpy")
         ef_t = import_time("eagerflow")
         extra = {m: import_time(m) for m in ("torch", "tensorflow")
                  if __import__("importlib.util").util.find_spec(m) is not None}
-        print("%-46s %12s %12s %8.2fx %12s %12s  %s" % (
-            "import time (fresh interpreter)", "%.3f s" % ef_t, "%.3f s" % np_t, ef_t / np_t,
+        print("%-46s %12s %12s %8.2fx %12s %12s %12s  %s" % (
+            "import time (fresh interpreter)", "%.3f s" % ef_t, "%.3f s" % np_t, ef_t / np_t, "-",
             "%.3f s" % extra["torch"] if extra.get("torch") else "-",
             "%.3f s" % extra["tensorflow"] if extra.get("tensorflow") else "-",
             "eagerflow - numpy = %.3f s (target < 0.3 s)" % (ef_t - np_t)))

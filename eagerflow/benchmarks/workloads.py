@@ -164,3 +164,288 @@ WORKLOADS = [
     Workload("value+grad sum(tanh(x@W+b)) [32,64]x[64,64]", value_and_grad,
              note="target <= 3x numpy"),
 ]
+
+
+# -- @function workloads ------------------------------------------------------------------------
+# Columns: "eagerflow" is the traced function, "eagerflow eager" the same Python run eagerly,
+# "numpy" the hand-written numpy floor.
+
+
+def _tanh_layer_data():
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((32, 64)).astype(np.float32)
+    wa = (rng.standard_normal((64, 64)) * 0.1).astype(np.float32)
+    ba = np.zeros(64, np.float32)
+    return xa, wa, ba
+
+
+def _tanh_layer_step(ef, w, b):
+    def step(x):
+        with ef.GradientTape() as tape:
+            loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + b))
+        return loss, tape.gradient(loss, [w, b])
+
+    return step
+
+
+def _tanh_layer_numpy(xa, wa, ba):
+    def numpy_step():
+        h = np.tanh(xa @ wa + ba)
+        dz = 1.0 - h * h
+        return h.sum(), xa.T @ dz, dz.sum(axis=0)
+
+    return numpy_step
+
+
+def function_value_and_grad_first_call():
+    """First call of a fresh @function: trace, gradient trace, optimize, compile, run."""
+    import eagerflow as ef
+
+    xa, wa, ba = _tanh_layer_data()
+    x, w, b = ef.constant(xa), ef.Variable(wa), ef.Variable(ba)
+    step = _tanh_layer_step(ef, w, b)
+    return {"eagerflow": lambda: ef.function(step)(x),
+            "eagerflow eager": lambda: step(x),
+            "numpy": _tanh_layer_numpy(xa, wa, ba)}
+
+
+def function_value_and_grad_steady():
+    """Steady calls of the traced value-and-gradient step (the trace is reused)."""
+    import eagerflow as ef
+
+    xa, wa, ba = _tanh_layer_data()
+    x, w, b = ef.constant(xa), ef.Variable(wa), ef.Variable(ba)
+    step = _tanh_layer_step(ef, w, b)
+    traced = ef.function(step)
+    traced(x)
+    fns = {"eagerflow": lambda: traced(x), "eagerflow eager": lambda: step(x),
+           "numpy": _tanh_layer_numpy(xa, wa, ba)}
+    torch = _torch()
+    if torch is not None:
+        tx = torch.from_numpy(xa)
+        tw = torch.from_numpy(wa.copy()).requires_grad_()
+        tb = torch.from_numpy(ba.copy()).requires_grad_()
+
+        def torch_step():
+            loss = torch.tanh(tx @ tw + tb).sum()
+            return loss, torch.autograd.grad(loss, [tw, tb])
+
+        fns["torch"] = torch_step
+    return fns
+
+
+def _nonlinear_chain(ops, x, y, z):
+    """50 small elementwise ops no algebraic rewrite can shorten.
+
+    Each of 10 rounds: tanh, abs, 0.5 * x, maximum(x, 0.5 * x), then a multiply by ``y``
+    or a subtraction of ``z`` (alternating rounds).
+    """
+    tanh, abs_, multiply, maximum, subtract = ops
+    for i in range(10):
+        x = tanh(x)
+        x = abs_(x)
+        x = maximum(x, multiply(x, 0.5))
+        x = multiply(x, y) if i % 2 == 0 else subtract(x, z)
+    return x
+
+
+def function_elementwise_chain():
+    import eagerflow as ef
+
+    a = np.linspace(-1, 1, 16).astype(np.float32)
+    ya = np.linspace(0.5, 1.5, 16).astype(np.float32)
+    za = np.linspace(-0.2, 0.2, 16).astype(np.float32)
+    x, y, z = ef.constant(a), ef.constant(ya), ef.constant(za)
+    ef_ops = (ef.tanh, ef.abs, ef.multiply, ef.maximum, ef.subtract)
+    traced = ef.function(lambda x: _nonlinear_chain(ef_ops, x, y, z))
+    traced(x)
+    np_ops = (np.tanh, np.abs, np.multiply, np.maximum, np.subtract)
+    fns = {"eagerflow": lambda: traced(x),
+           "eagerflow eager": lambda: _nonlinear_chain(ef_ops, x, y, z),
+           "numpy": lambda: _nonlinear_chain(np_ops, a, ya, za)}
+    torch = _torch()
+    if torch is not None:
+        ta, tya, tza = torch.from_numpy(a), torch.from_numpy(ya), torch.from_numpy(za)
+        t_ops = (torch.tanh, torch.abs, torch.mul, torch.maximum, torch.sub)
+        fns["torch"] = lambda: _nonlinear_chain(t_ops, ta, tya, tza)
+    return fns
+
+
+# -- MLP 784-512-512-10, Adam, batch 128 ----------------------------------------------------------
+_MLP_SIZES = (784, 512, 512, 10)
+_ADAM = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7}
+
+
+def _mlp_arrays(batch=128):
+    rng = np.random.default_rng(0)
+    params = []
+    for fan_in, fan_out in zip(_MLP_SIZES[:-1], _MLP_SIZES[1:]):
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        params.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
+        params.append(np.zeros(fan_out, np.float32))
+    x = rng.standard_normal((batch, _MLP_SIZES[0])).astype(np.float32)
+    labels = rng.integers(0, _MLP_SIZES[-1], batch).astype(np.int32)
+    return params, x, labels
+
+
+def _mlp_adam_step(ef):
+    """(step, x, labels): one Adam training step of the MLP written with eagerflow ops.
+
+    Adam is written out with Variables for the moments and the step count, as TF's Adam
+    does it: ``lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)``,
+    ``p -= lr_t * m / (sqrt(v) + epsilon)``.
+    """
+    arrays, xa, la = _mlp_arrays()
+    params = [ef.Variable(a) for a in arrays]
+    ms = [ef.Variable(np.zeros_like(a)) for a in arrays]
+    vs = [ef.Variable(np.zeros_like(a)) for a in arrays]
+    t = ef.Variable(0.0)
+    lr, beta1, beta2, eps = (_ADAM[k] for k in ("lr", "beta1", "beta2", "epsilon"))
+
+    def step(x, labels):
+        with ef.GradientTape() as tape:
+            h = x
+            for i in range(0, len(params) - 2, 2):
+                h = ef.nn.relu(ef.matmul(h, params[i]) + params[i + 1])
+            logits = ef.matmul(h, params[-2]) + params[-1]
+            loss = ef.reduce_mean(
+                ef.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        grads = tape.gradient(loss, params)
+        t.assign_add(1.0)
+        lr_t = lr * ef.sqrt(1.0 - ef.pow(beta2, t)) / (1.0 - ef.pow(beta1, t))
+        for p, m, v, g in zip(params, ms, vs, grads):
+            m.assign(beta1 * m + (1.0 - beta1) * g)
+            v.assign(beta2 * v + (1.0 - beta2) * g * g)
+            p.assign_sub(lr_t * m / (ef.sqrt(v) + eps))
+        return loss
+
+    return step, ef.constant(xa), ef.constant(la)
+
+
+def _mlp_numpy_step():
+    """The numpy floor: forward, backward and Adam by hand, updating arrays in place."""
+    params, x, labels = _mlp_arrays()
+    ms = [np.zeros_like(p) for p in params]
+    vs = [np.zeros_like(p) for p in params]
+    state = {"t": 0}
+    lr, beta1, beta2, eps = (_ADAM[k] for k in ("lr", "beta1", "beta2", "epsilon"))
+    n = x.shape[0]
+    rows = np.arange(n)
+
+    def step():
+        w1, b1, w2, b2, w3, b3 = params
+        z1 = x @ w1 + b1
+        h1 = np.maximum(z1, 0.0)
+        z2 = h1 @ w2 + b2
+        h2 = np.maximum(z2, 0.0)
+        logits = h2 @ w3 + b3
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        exp = np.exp(shifted)
+        total = exp.sum(axis=1, keepdims=True)
+        loss = np.mean(np.log(total[:, 0]) - shifted[rows, labels])
+        dlogits = exp / total
+        dlogits[rows, labels] -= 1.0
+        dlogits /= n
+        dh2 = dlogits @ w3.T
+        dh2 *= z2 > 0
+        dh1 = dh2 @ w2.T
+        dh1 *= z1 > 0
+        grads = (x.T @ dh1, dh1.sum(axis=0), h1.T @ dh2, dh2.sum(axis=0),
+                 h2.T @ dlogits, dlogits.sum(axis=0))
+        state["t"] += 1
+        t = state["t"]
+        lr_t = np.float32(lr * np.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t))
+        for p, m, v, g in zip(params, ms, vs, grads):
+            m *= beta1
+            m += (1.0 - beta1) * g
+            v *= beta2
+            g *= g
+            g *= 1.0 - beta2
+            v += g
+            denom = np.sqrt(v)
+            denom += eps
+            np.divide(m, denom, out=denom)
+            denom *= lr_t
+            p -= denom
+        return loss
+
+    return step
+
+
+def _mlp_torch_step(torch):
+    arrays, xa, la = _mlp_arrays()
+    params = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    opt = torch.optim.Adam(params, lr=_ADAM["lr"], betas=(_ADAM["beta1"], _ADAM["beta2"]),
+                           eps=_ADAM["epsilon"])
+    x, labels = torch.from_numpy(xa), torch.from_numpy(la.astype(np.int64))
+
+    def step():
+        opt.zero_grad()
+        h = x
+        for i in range(0, len(params) - 2, 2):
+            h = torch.relu(h @ params[i] + params[i + 1])
+        loss = torch.nn.functional.cross_entropy(h @ params[-2] + params[-1], labels)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def function_mlp_adam_step():
+    import eagerflow as ef
+
+    step, x, labels = _mlp_adam_step(ef)
+    traced = ef.function(step)
+    traced(x, labels)
+    eager_step, ex, elabels = _mlp_adam_step(ef)
+    fns = {"eagerflow": lambda: traced(x, labels),
+           "eagerflow eager": lambda: eager_step(ex, elabels),
+           "numpy": _mlp_numpy_step()}
+    torch = _torch()
+    if torch is not None:
+        fns["torch"] = _mlp_torch_step(torch)
+    return fns
+
+
+def function_mlp_trace_time():
+    """Tracing the MLP Adam step (forward, gradient, updates) into a graph, compile excluded;
+    the numpy column is one numpy step, for scale."""
+    import eagerflow as ef
+
+    step, x, labels = _mlp_adam_step(ef)
+    return {"eagerflow": lambda: ef.function(step).get_concrete_function(x, labels),
+            "numpy": _mlp_numpy_step()}
+
+
+def function_one_op_call():
+    """Steady call overhead of a @function holding one op."""
+    import eagerflow as ef
+
+    a = np.linspace(-1, 1, 16).astype(np.float32)
+    x = ef.constant(a)
+    traced = ef.function(lambda x: ef.tanh(x))
+    traced(x)
+    fns = {"eagerflow": lambda: traced(x), "eagerflow eager": lambda: ef.tanh(x),
+           "numpy": lambda: np.tanh(a)}
+    torch = _torch()
+    if torch is not None:
+        ta = torch.from_numpy(a)
+        fns["torch"] = lambda: torch.tanh(ta)
+    return fns
+
+
+WORKLOADS += [
+    Workload("@function value+grad first call (trace)", function_value_and_grad_first_call,
+             note="trace+optimize+compile+run of a fresh function"),
+    Workload("@function value+grad steady call", function_value_and_grad_steady,
+             note="same step as value+grad above"),
+    Workload("@function 50 nonlinear elementwise f32[16]", function_elementwise_chain,
+             note="target: traced >= 3x faster than eager"),
+    Workload("@function MLP 784-512-512-10 Adam b128", function_mlp_adam_step,
+             note="target <= 1.15x numpy floor"),
+    Workload("@function MLP Adam step: trace time", function_mlp_trace_time,
+             note="target < 0.2 s"),
+    Workload("@function one-op steady call f32[16]", function_one_op_call,
+             note="target <= 20 us"),
+]

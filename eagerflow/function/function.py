@@ -229,7 +229,7 @@ def _spec_key(arguments):
     """A cache key for arguments that may contain TensorSpecs (get_concrete_function)."""
     flat = []
     items = []
-    for path, leaf in nest.flatten_with_paths(arguments):
+    for path, leaf in sig.flatten_arguments(arguments):
         if isinstance(leaf, TensorSpec):
             items.append((path, sig.TensorKey(leaf.dtype, tuple(leaf.shape.dims)
                                               if leaf.shape.rank is not None else None)))
@@ -262,14 +262,16 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
             return t
         return value
 
-    flat = nest.flatten_with_paths(arguments)
+    flat = sig.flatten_arguments(arguments)
     symbolic_leaves = [to_placeholder(path, value) for path, value in flat]
-    symbolic_args = nest.pack_sequence_as(arguments, symbolic_leaves)
+    # Bound arguments call back correctly whatever the parameter kinds (*args, **kwargs).
+    symbolic_args = inspect.BoundArguments(inspect.signature(python_function),
+                                           sig.pack_arguments(arguments, symbolic_leaves))
     tape = GradientTape(persistent=True)
     with tracing(tracer):
         with tape:
             tape.watch([p for p in placeholders if p.dtype.is_floating or p.dtype.is_complex])
-            result = python_function(**symbolic_args)
+            result = python_function(*symbolic_args.args, **symbolic_args.kwargs)
         output_map = []
         for leaf in nest.flatten(result):
             if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):

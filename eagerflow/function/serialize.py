@@ -932,6 +932,7 @@ def _load_ops():
 
 
 def _builtin_steps():
+    from eagerflow.function import control_flow_exec, passes  # noqa: F401 - register steps
     from eagerflow.function.executor import BUILTIN_STEPS
 
     return BUILTIN_STEPS
@@ -1100,9 +1101,10 @@ class LoadedFunction:
     @property
     def executor(self):
         if self._executor is None:
+            from eagerflow.function import passes
             from eagerflow.function.executor import Executor
 
-            self._executor = Executor(self.graph)
+            self._executor = Executor(passes.optimize(self.graph))
         return self._executor
 
     def pretty_printed_signature(self):

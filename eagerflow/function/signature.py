@@ -14,7 +14,8 @@ from eagerflow import errors, nest
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
-__all__ = ["make_key", "describe_difference", "TensorKey"]
+__all__ = ["make_key", "describe_difference", "TensorKey", "flatten_arguments",
+           "pack_arguments"]
 
 
 class TensorKey:
@@ -88,11 +89,34 @@ def _leaf_key(path, value, flat_tensors):
     return ("py", type(value).__name__, value)
 
 
+def flatten_arguments(arguments):
+    """``[(path, leaf)]`` of canonical arguments ``{name: value}`` in parameter order.
+
+    ``nest`` sorts dict keys, but a call's tensors are matched to the graph's placeholders by
+    position, so arguments are flattened in the order the parameters are declared.
+    """
+    out = []
+    for name, value in arguments.items():
+        for path, leaf in nest.flatten_with_paths(value):
+            out.append(((name,) + tuple(path), leaf))
+    return out
+
+
+def pack_arguments(arguments, leaves):
+    """The inverse of :func:`flatten_arguments`: ``{name: value}`` rebuilt from ``leaves``."""
+    leaves = iter(leaves)
+    out = {}
+    for name, value in arguments.items():
+        flat = [next(leaves) for _ in nest.flatten(value)]
+        out[name] = nest.pack_sequence_as(value, flat)
+    return out
+
+
 def make_key(arguments):
     """Returns (key, flat_tensors) for canonical arguments ``{name: value}``."""
     flat_tensors = []
     items = []
-    for path, leaf in nest.flatten_with_paths(arguments):
+    for path, leaf in flatten_arguments(arguments):
         items.append((path, _leaf_key(path, leaf, flat_tensors)))
     structure = tuple(path for path, _ in items)
     return (structure, tuple(k for _, k in items)), flat_tensors

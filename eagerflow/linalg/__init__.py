@@ -9,14 +9,21 @@ from eagerflow.ops.clip_ops import (  # noqa: F401
 from eagerflow.ops.creation_ops import (  # noqa: F401
     eye,
 )
-from eagerflow.ops.linalg_decomp import (  # noqa: F401
-    cholesky, cholesky_solve, det, eigh, eigvalsh, inv, logdet, lstsq, qr, slogdet, solve, svd,
-    triangular_solve,
+from eagerflow.ops.diag_ops import (  # noqa: F401
+    band_part, diag, diag_part, set_diag,
 )
-from eagerflow.ops.linalg_ops import (  # noqa: F401
-    adjoint, band_part, cross, diag, diag_part, einsum, matmul, matrix_transpose, matvec, norm,
-    set_diag, tensordot, trace,
+from eagerflow.ops.einsum_ops import (  # noqa: F401
+    einsum, matvec, norm, tensordot, trace,
 )
-from eagerflow.ops.nn_ops import (  # noqa: F401
+from eagerflow.ops.linalg_factorizations import (  # noqa: F401
+    cholesky, cholesky_solve, eigh, eigvalsh, logdet, lstsq, qr, svd,
+)
+from eagerflow.ops.linalg_solvers import (  # noqa: F401
+    det, inv, slogdet, solve, triangular_solve,
+)
+from eagerflow.ops.matmul_ops import (  # noqa: F401
+    adjoint, cross, matmul, matrix_transpose,
+)
+from eagerflow.ops.normalization_ops import (  # noqa: F401
     l2_normalize,
 )

@@ -4,10 +4,24 @@ import importlib
 
 from eagerflow.ops import operators  # noqa: F401  (installs Tensor's Python operators)
 
+# A family split into several modules lists its parts, then the module that re-exports them.
 FAMILIES = (
-    "arithmetic", "cast", "broadcast", "math_ops", "logical_ops", "reduction_ops", "sort_ops",
-    "clip_ops", "array_ops", "slicing", "indexing_ops", "linalg_ops", "linalg_decomp",
-    "nn_ops", "conv_ops", "pool_ops", "random_ops",
+    "arithmetic", "cast", "broadcast",
+    "math_common", "unary_math", "special_math", "binary_math", "complex_math", "math_ops",
+    "logical_ops",
+    "reduction_common", "scans", "reductions", "reduction_composites", "reduction_ops",
+    "sort_ops", "clip_ops",
+    "array_common", "reshape_ops", "join_ops", "pad_ops", "tile_repeat_ops", "shape_ops",
+    "array_ops",
+    "slicing",
+    "indexing_common", "gather_ops", "index_nd_ops", "segment_ops", "mask_ops", "search_ops",
+    "indexing_ops",
+    "matmul_ops", "diag_ops", "einsum_ops", "linalg_ops",
+    "decomp_common", "linalg_solvers", "linalg_factorizations", "linalg_decomp",
+    "nn_common", "activation_ops", "loss_ops", "normalization_ops", "nn_layer_ops", "nn_ops",
+    "window_geometry", "conv_kernels", "conv_public", "conv_ops", "pool_ops",
+    "philox", "random_distributions", "random_common", "random_stateful", "random_stateless",
+    "random_ops",
 )
 
 

@@ -200,7 +200,8 @@ def truediv(x, y, name=None):
     if x_dtype is None:
         if y.__class__ is Tensor and y._value.dtype.kind in "fc":
             return execute(DIV, (x, y))
-        x = convert_to_tensor(x) if y.__class__ is not Tensor else convert_to_tensor(
+        # isinstance, not a class check: a symbolic y (inside @function) gives x its dtype.
+        x = convert_to_tensor(x) if not isinstance(y, Tensor) else convert_to_tensor(
             x, dtype=y.dtype)
         x_dtype = x._value.dtype
         if x_dtype.kind in "fc":

@@ -53,7 +53,9 @@ def _stream_name(stream):
     return None
 
 
-def print_(*inputs, output_stream=sys.stderr, summarize=3, sep=" ", end="\n", name=None):
+# The default stream is None (sys.stderr looked up when printing), not sys.stderr bound at
+# import: a replaced sys.stderr (test capture, redirect_stderr) must receive the output.
+def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
     """Prints tensors and Python values (``tf.print``).
 
     Args:

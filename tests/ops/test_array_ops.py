@@ -14,6 +14,9 @@ import eagerflow as ef
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import array_ops as A
+from eagerflow.ops import (
+    array_common, join_ops, pad_ops, reshape_ops, shape_ops, tile_repeat_ops,
+)
 from eagerflow.ops import creation_ops as C
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue, Primitive
@@ -601,8 +604,11 @@ def test_chain_of_structural_ops_gradient_matches_finite_differences():
 # ------------------------------------------------------------------------- exports
 
 
+ARRAY_PARTS = (array_common, reshape_ops, join_ops, pad_ops, tile_repeat_ops, shape_ops)
+
+
 def test_exports_and_all_agree():
-    for module in (A, C):
+    for module in (A, C) + ARRAY_PARTS:
         exported = {n for names in module.EXPORTS.values() for n in names}
         assert exported <= set(module.__all__), module
         for name in module.__all__:

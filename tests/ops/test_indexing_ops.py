@@ -6,6 +6,9 @@ import pytest
 import eagerflow as ef
 from eagerflow import errors
 from eagerflow.ops import indexing_ops as ix
+from eagerflow.ops import (
+    gather_ops, index_nd_ops, indexing_common, mask_ops, search_ops, segment_ops,
+)
 from eagerflow.testing import check_vjp
 
 RNG = np.random.default_rng(0)
@@ -483,7 +486,7 @@ def test_searchsorted_matches_numpy(side, sshape, vshape):
 
 
 def test_searchsorted_large_rows_and_out_type(monkeypatch):
-    monkeypatch.setattr(ix, "_SEARCH_BLOCK", 4)  # forces the per-row path
+    monkeypatch.setattr(search_ops, "_SEARCH_BLOCK", 4)  # forces the per-row path
     seq = np.sort(_x(2, 9), axis=-1)
     values = _x(2, 5)
     for side in ("left", "right"):
@@ -504,17 +507,22 @@ def test_searchsorted_errors():
 
 # --------------------------------------------------------------------------- module surface
 
+INDEXING_PARTS = (indexing_common, gather_ops, index_nd_ops, segment_ops, mask_ops,
+                  search_ops)
+
+
 def test_exports_are_public_functions():
-    names = [n for group in ix.EXPORTS.values() for n in group]
-    assert set(names) <= set(ix.__all__)
-    for name in ix.__all__:
-        assert callable(getattr(ix, name)) and getattr(ix, name).__doc__
+    for module in (ix,) + INDEXING_PARTS:
+        names = [n for group in module.EXPORTS.values() for n in group]
+        assert set(names) <= set(module.__all__)
+        for name in module.__all__:
+            assert callable(getattr(module, name)) and getattr(module, name).__doc__
 
 
 def _my_prims():
     from eagerflow.ops import registry, slicing
 
-    mine = [v for m in (ix, slicing) for v in vars(m).values()
+    mine = [v for m in INDEXING_PARTS + (slicing,) for v in vars(m).values()
             if isinstance(v, registry.Primitive) and v.forward.__module__ == m.__name__]
     return sorted(set(mine), key=lambda p: p.name)
 

@@ -11,7 +11,9 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
+from eagerflow.ops import decomp_common, diag_ops, einsum_ops, matmul_ops
 from eagerflow.ops import linalg_decomp as D
+from eagerflow.ops import linalg_factorizations, linalg_solvers
 from eagerflow.ops import linalg_ops as L
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.vjp import apply_vjp, saved_inputs
@@ -860,6 +862,12 @@ def test_docstring_examples():
 
     if not hasattr(ef, "linalg"):
         pytest.skip("the tf.linalg namespace is not generated yet")
-    for module in (L, D):
-        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-        assert result.attempted > 20 and result.failed == 0, module.__name__
+    families = ((L, matmul_ops, diag_ops, einsum_ops),
+                (D, decomp_common, linalg_solvers, linalg_factorizations))
+    for modules in families:
+        attempted = 0
+        for module in modules:
+            result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+            assert result.failed == 0, module.__name__
+            attempted += result.attempted
+        assert attempted > 20, modules[0].__name__

@@ -17,6 +17,9 @@ from eagerflow import errors
 from eagerflow.backend import numpy_backend
 from eagerflow.framework import context
 from eagerflow.ops import arithmetic, dispatch, math_ops as m
+from eagerflow.ops import (
+    binary_math, complex_math, math_common, special_math, unary_math,
+)
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue, Primitive
 from eagerflow.ops.vjp import apply_vjp, saved_inputs
@@ -502,15 +505,22 @@ def test_kernels_accept_numpy_scalar_values(prim):
         pytest.fail("%s has no 0-d sample" % prim)
 
 
+MATH_MODULES = (m, math_common, unary_math, special_math, binary_math, complex_math)
+
+
 def test_exports_name_public_functions():
     seen = set()
-    for namespace, names in m.EXPORTS.items():
-        for name in names:
-            assert callable(getattr(m, name)), (namespace, name)
-            seen.add(name)
+    top = set()
+    for module in MATH_MODULES:
+        for namespace, names in module.EXPORTS.items():
+            for name in names:
+                assert callable(getattr(module, name)), (namespace, name)
+                assert getattr(m, name) is getattr(module, name), (namespace, name)
+                seen.add(name)
+        top.update(module.EXPORTS.get("", ()))
     assert seen == set(m.__all__)
     for name in ("log", "rsqrt", "lgamma", "is_nan", "real"):  # not top-level in TF 2
-        assert name not in m.EXPORTS[""]
+        assert name not in top
     assert m.mod is m.floormod and m.floor is arithmetic.floor
 
 

@@ -12,7 +12,9 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
+from eagerflow.ops import activation_ops, loss_ops, nn_common, nn_layer_ops
 from eagerflow.ops import nn_ops as nn
+from eagerflow.ops import normalization_ops
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.reduction_ops import reduce_sum
 from eagerflow.ops.registry import AbstractValue
@@ -683,12 +685,21 @@ def test_second_order_gradients_through_softmax_and_sparse_xent():
 
 # Namespaces ----------------------------------------------------------------------------
 
+NN_MODULES = (nn, nn_common, activation_ops, loss_ops, normalization_ops, nn_layer_ops)
+
+
+def _exported(space):
+    return [n for module in NN_MODULES for n in module.EXPORTS.get(space, ())]
+
+
 def test_exports_name_public_functions():
-    for names in nn.EXPORTS.values():
-        for fname in names:
-            assert fname in nn.__all__ and callable(getattr(nn, fname))
-    assert set(nn.EXPORTS["math"]) == {"softplus", "softsign", "softmax", "log_softmax",
-                                       "l2_normalize"}
+    for module in NN_MODULES:
+        for names in module.EXPORTS.values():
+            for fname in names:
+                assert fname in module.__all__ and callable(getattr(module, fname))
+                assert fname in nn.__all__ and getattr(nn, fname) is getattr(module, fname)
+    assert set(_exported("math")) == {"softplus", "softsign", "softmax", "log_softmax",
+                                      "l2_normalize"}
 
 
 def test_docstring_examples(monkeypatch):
@@ -699,11 +710,15 @@ def test_docstring_examples(monkeypatch):
     # where they are not there yet.
     for space in ("nn", "math"):
         existing = getattr(ef, space, None)
-        proxy = types.SimpleNamespace(**{n: getattr(nn, n) for n in nn.EXPORTS[space]})
+        proxy = types.SimpleNamespace(**{n: getattr(nn, n) for n in _exported(space)})
         if existing is not None:
             for n in dir(existing):
                 if not n.startswith("_"):
                     setattr(proxy, n, getattr(existing, n))
         monkeypatch.setattr(ef, space, proxy, raising=False)
-    result = doctest.testmod(nn, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 20 and result.failed == 0
+    attempted = 0
+    for module in NN_MODULES:
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted > 20

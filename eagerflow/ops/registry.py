@@ -231,9 +231,34 @@ def zero_avals_eval(prim, avals, attrs):
     """Default abstract evaluation: run the numpy kernel on zero-strided dummy arrays.
 
     ``np.broadcast_to`` of a 0-d zero costs no memory whatever the shape, so this is
-    cheap; unknown dimensions are evaluated as 1 and mapped back to None when they
-    come through unchanged.
+    cheap. Unknown dimensions are evaluated as 1, and again as another size: an output
+    dimension that differs between the two runs depends on them and is None. (When the
+    second run fails, e.g. a None dimension broadcast against a known one, the first
+    run's shape stands.)
     """
+    out = _eval_on_dummies(prim, avals, attrs, 1)
+    if any(None in aval.shape for aval in avals):
+        try:
+            other = _eval_on_dummies(prim, avals, attrs, _PROBE_SIZE)
+        except Exception:  # noqa: BLE001 - the probe size is not valid for this op
+            other = None
+        if other is not None and len(other) == len(out):
+            out = tuple(AbstractValue(_merge_probed(a.shape, b.shape), a.dtype)
+                        for a, b in zip(out, other))
+    return out
+
+
+# A size no sample or common shape uses, so a dimension that follows it is recognized.
+_PROBE_SIZE = 13
+
+
+def _merge_probed(shape, probed):
+    if len(shape) != len(probed):
+        return None
+    return tuple(d if d == e else None for d, e in zip(shape, probed))
+
+
+def _eval_on_dummies(prim, avals, attrs, unknown):
     from eagerflow.backend import numpy_backend
 
     dummies = []
@@ -241,7 +266,7 @@ def zero_avals_eval(prim, avals, attrs):
         if aval.shape is None:
             raise errors.InvalidArgumentError(
                 None, prim.name, "%s needs inputs of known rank to trace." % prim.name)
-        shape = tuple(1 if d is None else d for d in aval.shape)
+        shape = tuple(unknown if d is None else d for d in aval.shape)
         dummies.append(np.broadcast_to(np.zeros((), aval.dtype.np_dtype), shape))
     kernel = prim.kernel(numpy_backend)
     with np.errstate(all="ignore"):

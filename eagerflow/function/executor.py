@@ -102,9 +102,7 @@ class Executor:
             if value is not None:
                 env["K%d" % slot] = value
                 names[slot] = "K%d" % slot
-        for k, slot in enumerate(self.input_slots):
-            names[slot] = "v%d" % slot
-        for k, slot in enumerate(self.capture_slots):
+        for slot in self.input_slots + self.capture_slots:
             names[slot] = "v%d" % slot
         if self.input_slots:
             lines.append("    %s, = args" % ", ".join("v%d" % s for s in self.input_slots))
@@ -113,7 +111,7 @@ class Executor:
         lines.append("    _step = -1")
         lines.append("    try:")
         outputs = set(self.output_slots)
-        for k, (fn, ins, outs, attrs, frees, node, kind) in enumerate(self.steps):
+        for k, (fn, ins, outs, attrs, frees, _node, kind) in enumerate(self.steps):
             env["F%d" % k] = fn
             call_args = [names.get(i, "v%d" % i) for i in ins]
             if attrs:

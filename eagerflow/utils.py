@@ -22,9 +22,15 @@ def executing_eagerly():
 
 
 def get_static_value(tensor, partial=False):
-    """The value of ``tensor`` as a numpy array when it is known now, else None."""
+    """The value of ``tensor`` as a numpy array when it is known now, else None.
+
+    Inside a traced function, constants and values computed only from constants and static
+    shapes are known (``tf.get_static_value`` semantics).
+    """
     if isinstance(tensor, Tensor):
-        return np.asarray(tensor.numpy())
+        from eagerflow.ops.static_value import constant_value
+
+        return constant_value(tensor)
     if getattr(tensor, "_is_variable", False):
         return None
     if isinstance(tensor, (int, float, bool, complex, list, tuple, np.ndarray, np.generic)):

@@ -75,12 +75,14 @@ def int_tuple(value, op, what="shape"):
         if dims is not None and None not in dims:
             return tuple(dims)
     elif isinstance(value, (Tensor, np.ndarray, np.generic)):
-        array = np.asarray(value)
-        if array.dtype.kind in "iu" and array.ndim <= 1:
+        from eagerflow.ops.static_value import constant_value
+
+        array = constant_value(value) if isinstance(value, Tensor) else np.asarray(value)
+        if array is not None and array.dtype.kind in "iu" and array.ndim <= 1:
             return tuple(int(v) for v in array.reshape(-1))
     elif isinstance(value, np.integer):
         return (int(value),)
-    symbolic = hasattr(value, "dtype") and not isinstance(value, (Tensor, np.ndarray))
+    symbolic = hasattr(value, "_node")
     raise errors.InvalidArgumentError(
         None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s.%s"
         % (op, what, _short(value),

@@ -82,7 +82,8 @@ def int_tuple(value, op, what="shape"):
             return tuple(int(v) for v in array.reshape(-1))
     elif isinstance(value, np.integer):
         return (int(value),)
-    symbolic = hasattr(value, "_node")
+    symbolic = hasattr(value, "_node") or (
+        hasattr(value, "dtype") and not isinstance(value, (Tensor, np.ndarray)))
     raise errors.InvalidArgumentError(
         None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s.%s"
         % (op, what, _short(value),

@@ -150,11 +150,10 @@ class ConcreteFunction:
         return out
 
     def _pack(self, outputs):
-        leaves = []
-        for item in self._flat_output_map:
-            kind, payload = item
-            leaves.append(outputs[payload] if kind == "out" else payload)
-        return nest.pack_sequence_as(self.structured_outputs, leaves)
+        packer = self.__dict__.get("_packer")
+        if packer is None:
+            packer = self._packer = _make_packer(self.structured_outputs, self._flat_output_map)
+        return packer(outputs)
 
     # -- gradients --------------------------------------------------------------------------
     def _needs_gradient(self, flat_tensors):
@@ -221,6 +220,45 @@ class ConcreteFunction:
                 tape._entries.append(entry)
                 tape._ids.update(entry.output_ids)
         return outputs
+
+
+def _make_packer(structure, output_map):
+    """A function rebuilding ``structure`` from the flat outputs, built once per function.
+
+    Lists, tuples, namedtuples and dicts are rebuilt directly (dict leaves come in sorted-key
+    order, as ``nest`` flattens them); anything else falls back to ``nest``.
+    """
+    leaves = iter(output_map)
+
+    def build(node):
+        if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
+            parts = [build(c) for c in node]
+            if isinstance(node, list):
+                return lambda out: [p(out) for p in parts]
+            return lambda out: tuple([p(out) for p in parts])
+        if type(node) is dict:
+            keys = sorted(node)
+            parts = dict(zip(keys, [build(node[k]) for k in keys]))
+            order = list(node)
+            return lambda out: {k: parts[k](out) for k in order}
+        if nest.is_nested(node):
+            raise _Fallback
+        kind, payload = next(leaves)
+        if kind == "out":
+            return lambda out, _i=payload: out[_i]
+        return lambda out, _v=payload: _v
+
+    try:
+        return build(structure)
+    except _Fallback:
+        def slow(outputs):
+            flat = [outputs[p] if k == "out" else p for k, p in output_map]
+            return nest.pack_sequence_as(structure, flat)
+        return slow
+
+
+class _Fallback(Exception):
+    pass
 
 
 def aval_shape_ok(expected, shape):

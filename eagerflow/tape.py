@@ -278,8 +278,8 @@ class GradientTape:
             unconnected_gradients.value if isinstance(unconnected_gradients,
                                                       UnconnectedGradients)
             else str(unconnected_gradients).lower())
-        flat_sources = nest.flatten(sources)
-        flat_targets = nest.flatten(target)
+        flat_sources = _flat(sources)
+        flat_targets = _flat(target)
         seeds = None if output_gradients is None else nest.flatten(output_gradients)
         if seeds is not None and len(seeds) != len(flat_targets):
             raise errors.InvalidArgumentError(
@@ -309,6 +309,8 @@ class GradientTape:
                 _log.warning("Gradient for source %d (%s) is None: %s", i,
                              _describe_source(flat_sources[i]),
                              self._why_none(flat_targets, flat_sources[i]))
+        if sources.__class__ is list and len(out) == len(sources):
+            return out
         return nest.pack_sequence_as(sources, out)
 
     def explain_none(self, target, source):
@@ -554,6 +556,21 @@ class GradientTape:
         parts = [p if p is not None else zeros_like_t(src) for p in parts]
         stacked = stack(parts, axis=1)  # [B, inner, S...]
         return reshape(stacked, tshape + tuple(src._value.shape[1:]))
+
+
+def _flat(structure):
+    """``nest.flatten`` with a fast path for a leaf or a flat list/tuple of leaves."""
+    cls = structure.__class__
+    if cls is list or cls is tuple:
+        for item in structure:
+            if item.__class__ in (list, tuple, dict):
+                return nest.flatten(structure)
+        return list(structure)
+    if cls is dict:
+        return nest.flatten(structure)
+    if not nest.is_nested(structure):
+        return [structure]
+    return nest.flatten(structure)
 
 
 def _ones_like(t):

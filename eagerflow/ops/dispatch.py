@@ -58,12 +58,20 @@ def execute(prim, args, attrs=_EMPTY):
             x, y = args
             cx = x.__class__
             cy = y.__class__
-            if cx is Tensor and cy is not Tensor and (cy is float or cy is int):
-                y = _scalar(prim, y, x._value.dtype, x._device)
-                cy = Tensor
-            elif cy is Tensor and (cx is float or cx is int):
-                x = _scalar(prim, x, y._value.dtype, y._device)
-                cx = Tensor
+            if cx is Tensor and cy is not Tensor:
+                if cy is float or cy is int:
+                    y = _scalar(prim, y, x._value.dtype, x._device)
+                    cy = Tensor
+                elif cy.__dict__.get("_is_variable") or getattr(cy, "_is_variable", False):
+                    y = y.read_value()
+                    cy = y.__class__
+            elif cy is Tensor and cx is not Tensor:
+                if cx is float or cx is int:
+                    x = _scalar(prim, x, y._value.dtype, y._device)
+                    cx = Tensor
+                elif getattr(cx, "_is_variable", False):
+                    x = x.read_value()
+                    cx = x.__class__
             if cx is Tensor and cy is Tensor:
                 device = x._device
                 a = x._value

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from eagerflow import errors
 from eagerflow.ops.broadcast import sum_to_shape
+from eagerflow.tensor import Tensor
 
 
 def saved_inputs(prim, inputs):
@@ -16,7 +17,9 @@ def saved_inputs(prim, inputs):
     keep = prim.saves_inputs
     if keep == "all":
         return tuple(inputs)
-    return tuple(t if i in keep else None for i, t in enumerate(inputs))
+    if not keep:
+        return (None,) * len(inputs)
+    return tuple([t if i in keep else None for i, t in enumerate(inputs)])
 
 
 def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
@@ -32,10 +35,12 @@ def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
     """
     if prim.vjp is None:
         return (None,) * len(input_shapes)
-    grads = prim.vjp(cotangent, *inputs, output, **attrs)
+    grads = prim.vjp(cotangent, *inputs, output, **attrs) if attrs else \
+        prim.vjp(cotangent, *inputs, output)
     n = len(input_shapes)
-    if n == 1 and not isinstance(grads, (tuple, list)):
-        grads = (grads,)
+    if n == 1:
+        if grads.__class__ is not tuple and grads.__class__ is not list:
+            grads = (grads,)
     elif not isinstance(grads, (tuple, list)) or len(grads) != n:
         raise errors.InternalError(
             None, prim.name, "The gradient rule of %s returned %s for %d inputs"
@@ -43,9 +48,9 @@ def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
     out = []
     for g, shape in zip(grads, input_shapes):
         if g is not None:
-            value = getattr(g, "_value", None)
+            value = g._value if g.__class__ is Tensor else getattr(g, "_value", None)
             g_shape = value.shape if value is not None else tuple(g.shape)
             if g_shape != shape:
                 g = sum_to_shape(g, shape)
         out.append(g)
-    return tuple(out)
+    return out

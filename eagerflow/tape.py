@@ -382,8 +382,14 @@ class GradientTape:
             if e.backward is not None:
                 in_grads = e.backward(cotangent)
             else:
+                skip = None
+                if e.prim.vjp_skips:
+                    skip = tuple(not (tid and f and tid in reachable)
+                                 for tid, f in zip(e.input_ids, e.input_float))
+                    if not any(skip):
+                        skip = None
                 in_grads = apply_vjp(e.prim, cotangent, e.inputs, e.out, e.attrs,
-                                     e.input_shapes)
+                                     e.input_shapes, skip)
             for tid, g, is_float in zip(e.input_ids, in_grads, e.input_float):
                 if g is None or not tid or tid not in reachable or not is_float:
                     continue
@@ -576,6 +582,9 @@ def _flat(structure):
 def _ones_like(t):
     from eagerflow.ops.arithmetic import ONES_LIKE
 
+    if t.__class__ is Tensor and t._value.shape == ():
+        # The usual scalar loss: a cached constant one (seeds are never recorded or mutated).
+        return dispatch._scalar(ONES_LIKE, 1, t._value.dtype, t._device)
     return dispatch.execute(ONES_LIKE, (t,))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eagerflow.benchmarks.timing import import_time, time_call
+from eagerflow.benchmarks.timing import import_time, time_interleaved
 from eagerflow.benchmarks.workloads import WORKLOADS
 
 COLUMNS = ("eagerflow", "numpy", "eagerflow eager", "torch", "tensorflow")
@@ -34,7 +34,7 @@ def main(argv=None):
         if args.filter and args.filter not in workload.name:
             continue
         fns = workload.setup()
-        times = {k: time_call(fn, min_time=min_time) for k, fn in fns.items()}
+        times = time_interleaved(fns, min_time=min_time)
         rows.append((workload, times))
 
     # "ef eager": the same Python run eagerly, for workloads that time a @function.

@@ -36,6 +36,43 @@ def time_call(fn, min_time=0.2, repeats=5):
     return best * 1e6
 
 
+def time_interleaved(fns, min_time=0.2, repeats=7):
+    """Best mean microseconds per call for each callable, measured in alternation.
+
+    On a shared machine the speed changes from second to second; timing the candidates
+    batch by batch in turn exposes them to the same conditions, so their ratios hold even
+    when the absolute numbers drift. Each callable's batch size is sized to take about
+    ``min_time / repeats`` seconds.
+    """
+    numbers = {}
+    for name, fn in fns.items():
+        fn()
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - start >= min_time / repeats or number >= 1 << 20:
+                break
+            number *= 4
+        numbers[name] = number
+    best = {name: float("inf") for name in fns}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                number = numbers[name]
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                best[name] = min(best[name], (time.perf_counter() - start) / number)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {name: t * 1e6 for name, t in best.items()}
+
+
 def import_time(module, runs=5):
     """Best wall time, in seconds, of importing ``module`` in a fresh interpreter.
 

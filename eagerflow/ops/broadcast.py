@@ -24,8 +24,13 @@ from eagerflow.ops.registry import AbstractValue
 def _broadcast_kernel(xp):
     def kernel(x, *, shape):
         try:
-            # A copy, not numpy's read-only view: later kernels may write their outputs.
-            return xp.array(xp.broadcast_to(x, shape))
+            # A new array rather than numpy's read-only view; filling it is also faster than
+            # broadcast_to + copy.
+            out = xp.empty(shape, dtype=x.dtype)
+            out[...] = x
+            if x.ndim > len(shape):
+                raise ValueError("rank")
+            return out
         except ValueError:
             raise errors.InvalidArgumentError(
                 None, None, "cannot broadcast shape %s to %s. Each dimension must be equal "

@@ -175,7 +175,7 @@ def _run_product(product, is_complex):
 
 
 def _matmul_vjp(g, a, b, out, transpose_a=False, transpose_b=False, adjoint_a=False,
-                adjoint_b=False, output_type=None):
+                adjoint_b=False, output_type=None, skip=None):
     in_dtype = a.dtype
     if output_type is not None and d.as_dtype(output_type) is not in_dtype:
         from eagerflow.ops.cast import cast
@@ -187,12 +187,16 @@ def _matmul_vjp(g, a, b, out, transpose_a=False, transpose_b=False, adjoint_a=Fa
     op_b = "T" if transpose_b else ("H" if adjoint_b else "N")
     is_complex = g.dtype.is_complex
     # C = op_a(A) op_b(B): d op_a(A) = G op_b(B)^H and d op_b(B) = op_a(A)^H G.
-    ga = _run_product(_post([("N", g), (_ADJOINTED[op_b], b)], op_a), is_complex)
-    gb = _run_product(_post([(_ADJOINTED[op_a], a), ("N", g)], op_b), is_complex)
-    if ga.dtype is not in_dtype:
+    ga = gb = None
+    if not (skip and skip[0]):
+        ga = _run_product(_post([("N", g), (_ADJOINTED[op_b], b)], op_a), is_complex)
+    if not (skip and skip[1]):
+        gb = _run_product(_post([(_ADJOINTED[op_a], a), ("N", g)], op_b), is_complex)
+    if g.dtype is not in_dtype:
         from eagerflow.ops.cast import cast
 
-        ga, gb = cast(ga, in_dtype), cast(gb, in_dtype)
+        ga = None if ga is None else cast(ga, in_dtype)
+        gb = None if gb is None else cast(gb, in_dtype)
     return ga, gb
 
 
@@ -227,7 +231,8 @@ def _matmul_bad(rng):
 
 MATMUL = registry.primitive(
     "MatMul", _matmul_kernel, dtypes=_MATMUL_DTYPES, shape_fn=_matmul_shape,
-    vjp=_matmul_vjp, saves=(0, 1), reference=_matmul_reference, samples=_matmul_samples,
+    vjp=_matmul_vjp, saves=(0, 1), vjp_skips=True, reference=_matmul_reference,
+    samples=_matmul_samples,
     sweep_dtypes=(d.float32, d.float64, d.int32, d.complex128), bad_samples=_matmul_bad,
     family="linalg", doc="Batched matrix product with numpy batch broadcasting.")
 

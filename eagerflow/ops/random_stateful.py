@@ -135,7 +135,7 @@ def set_seed(seed):
     counter across calls.
 
     Args:
-        seed: An integer.
+        seed: An integer, or None to clear the global seed (back to case 1 or 3).
 
     Example:
         >>> import eagerflow as ef
@@ -145,13 +145,16 @@ def set_seed(seed):
         >>> bool((ef.random.uniform([2]).numpy() == a.numpy()).all())
         True
     """
-    try:
-        seed_int = operator.index(seed)
-    except TypeError:
-        seed_int = int(np.asarray(getattr(seed, "numpy", lambda: seed)()))
+    if seed is None:
+        seed_int = None
+    else:
+        try:
+            seed_int = operator.index(seed)
+        except TypeError:
+            seed_int = int(np.asarray(getattr(seed, "numpy", lambda: seed)()))
     with _seeds.lock:
         _seeds.global_seed = seed_int
-        _seeds.rng = _pyrandom.Random(seed_int)
+        _seeds.rng = None if seed_int is None else _pyrandom.Random(seed_int)
     _streams.clear()
 
 

@@ -127,11 +127,13 @@ def _broadcast_reduced_kernel(xp):
         shape = like.shape
         if not keepdims:
             g = xp.reshape(g, _kept_shape(shape, axis))
-        out = xp.broadcast_to(g, shape)
         if mean:
             n = xp.asarray(max(_count(shape, axis), 1), dtype=g.dtype)
-            return xp.true_divide(out, n).astype(g.dtype, copy=False)
-        return xp.array(out)  # a copy: later kernels may write into their outputs
+            g = xp.true_divide(g, n).astype(g.dtype, copy=False)
+        # Filling a new array is several times cheaper than numpy's broadcast_to + copy.
+        out = xp.empty(shape, dtype=g.dtype)
+        out[...] = g
+        return out
     return kernel
 
 

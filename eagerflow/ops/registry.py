@@ -105,19 +105,22 @@ class Primitive:
             and shape mismatches on its own).
         grad_samples: ``grad_samples(rng) -> list of (args, attrs)`` in float64 for the
             gradient check, when ``samples`` would hit non-smooth points or bad domains.
+        vjp_skips: True when the gradient rule accepts ``skip=(bool, ...)``, marking inputs
+            whose gradient nobody needs, so it can avoid computing them (a matmul's gradient
+            for a constant operand is a whole matmul).
     """
 
     __slots__ = (
         "name", "forward", "kernels", "dtypes", "accepts", "dtype_group", "num_outputs",
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
-        "single", "doc", "bad_samples", "grad_samples", "domain", "__weakref__",
+        "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
                  shape_fn=None, vjp=None, saves=None, reference=None, samples=None,
                  sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
-                 tolerance=None, doc="", bad_samples=None, grad_samples=None):
+                 tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False):
         self.name = name
         self.forward = forward
         self.kernels = [None, None]
@@ -139,6 +142,7 @@ class Primitive:
         self.bad_samples = bad_samples
         self.grad_samples = grad_samples
         self.domain = None  # value range of elementwise families, for property-based tests
+        self.vjp_skips = vjp_skips
         # The eager fast path handles prims whose every input shares one dtype.
         self.fast = dtype_group == "all" and not variadic
         self.set_vjp(vjp, saves)

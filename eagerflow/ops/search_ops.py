@@ -8,6 +8,8 @@ and with one binary search per row beyond that.
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from eagerflow import dtypes as d
@@ -81,6 +83,10 @@ def _unique_bad(rng):
              errors.InvalidArgumentError)]
 
 
+# TF returns its multi-output op results as namedtuples: ``ef.unique(x).y`` works too.
+UniqueResult = collections.namedtuple("Unique", ["y", "idx"])
+UniqueWithCountsResult = collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
+
 UNIQUE = registry.primitive(
     "Unique", lambda xp: (lambda x, *, out_idx: _unique_parts(xp, x, out_idx)[:2]),
     dtypes=ALL, num_outputs=2, vjp=None, family="array",
@@ -108,7 +114,7 @@ def unique(x, out_idx=d.int32, name=None):
         name: Unused.
 
     Returns:
-        A pair ``(y, idx)``: the unique values, and for each entry of x its position in y
+        A namedtuple ``(y, idx)``: the unique values, and for each entry of x its position in y
         (``x == gather(y, idx)``). Each NaN counts as a distinct value, as in TF.
 
     Raises:
@@ -120,7 +126,7 @@ def unique(x, out_idx=d.int32, name=None):
         >>> y.numpy().tolist(), idx.numpy().tolist()
         ([4, 1, 2], [0, 1, 0, 2])
     """
-    return execute(UNIQUE, (x,), {"out_idx": d.as_dtype(out_idx).name})
+    return UniqueResult(*execute(UNIQUE, (x,), {"out_idx": d.as_dtype(out_idx).name}))
 
 
 def unique_with_counts(x, out_idx=d.int32, name=None):
@@ -132,7 +138,7 @@ def unique_with_counts(x, out_idx=d.int32, name=None):
         name: Unused.
 
     Returns:
-        A triple ``(y, idx, count)``.
+        A namedtuple ``(y, idx, count)``.
 
     Example:
         >>> import eagerflow as ef
@@ -140,7 +146,8 @@ def unique_with_counts(x, out_idx=d.int32, name=None):
         >>> count.numpy().tolist()
         [2, 1]
     """
-    return execute(UNIQUE_WITH_COUNTS, (x,), {"out_idx": d.as_dtype(out_idx).name})
+    return UniqueWithCountsResult(
+        *execute(UNIQUE_WITH_COUNTS, (x,), {"out_idx": d.as_dtype(out_idx).name}))
 
 
 # --------------------------------------------------------------------------- searchsorted

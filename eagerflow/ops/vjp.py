@@ -22,7 +22,7 @@ def saved_inputs(prim, inputs):
     return tuple([t if i in keep else None for i, t in enumerate(inputs)])
 
 
-def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
+def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes, skip=None):
     """Runs ``prim.vjp`` and returns one gradient (Tensor or None) per input.
 
     Args:
@@ -32,11 +32,17 @@ def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes):
         output: The saved output(s), or None.
         attrs: The call's attributes.
         input_shapes: The static shapes of all inputs, for broadcast reduction.
+        skip: Optional tuple of booleans: inputs whose gradient is not needed (passed on to
+            rules declared with ``vjp_skips``).
     """
     if prim.vjp is None:
         return (None,) * len(input_shapes)
-    grads = prim.vjp(cotangent, *inputs, output, **attrs) if attrs else \
-        prim.vjp(cotangent, *inputs, output)
+    if skip is not None and prim.vjp_skips:
+        grads = prim.vjp(cotangent, *inputs, output, skip=skip, **attrs)
+    elif attrs:
+        grads = prim.vjp(cotangent, *inputs, output, **attrs)
+    else:
+        grads = prim.vjp(cotangent, *inputs, output)
     n = len(input_shapes)
     if n == 1:
         if grads.__class__ is not tuple and grads.__class__ is not list:

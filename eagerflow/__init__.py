@@ -20,6 +20,8 @@ from eagerflow.dtypes import (  # noqa: F401
 from eagerflow.tensor import Tensor, constant, convert_to_tensor, is_tensor  # noqa: F401
 from eagerflow.tensor_shape import TensorShape, TensorSpec  # noqa: F401
 
+newaxis = None  # ``x[ef.newaxis]`` adds a dimension, as tf.newaxis
+
 # Kernels may produce inf/nan (log(0), 1/0) exactly as TF does, silently.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"eagerflow\.ops\..*")
 

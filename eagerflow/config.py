@@ -228,6 +228,15 @@ class _Experimental:
     def get_memory_growth(device):
         return True
 
+    @staticmethod
+    def enable_op_determinism():
+        """Accepted for compatibility (``tf.config.experimental.enable_op_determinism``).
+
+        CPU kernels here are deterministic already and random ops follow their seeds; TF
+        also requires a seed to be set, which this does not check.
+        """
+        return None
+
     set_virtual_device_configuration = staticmethod(set_logical_device_configuration)
     list_physical_devices = staticmethod(list_physical_devices)
     list_logical_devices = staticmethod(list_logical_devices)

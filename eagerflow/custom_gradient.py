@@ -83,11 +83,20 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
                    if isinstance(a, Tensor) or getattr(a, "_is_variable", False)]
     flat_out = nest.flatten(result)
     outputs = []
+    tracing = context.state.trace is not None
     for o in flat_out:
         if not isinstance(o, Tensor):
             raise errors.InvalidArgumentError(
                 None, "custom_gradient", "custom_gradient outputs must be tensors, got %r" % o)
-        outputs.append(wrap(o._value, o._device))  # a fresh identity with its own id
+        if tracing:
+            # A symbolic output needs a graph node of its own (an Identity), not a copy of
+            # its abstract value, or the graph would lose the connection to it.
+            from eagerflow.ops.shape_ops import identity
+
+            with stop_recording_all():
+                outputs.append(identity(o))
+        else:
+            outputs.append(wrap(o._value, o._device))  # a fresh identity with its own id
     input_objs = [a for _, a in tensor_args] + variables
     n_args = len(tensor_args)
 

@@ -127,7 +127,11 @@ def assert_same_structure(nest1, nest2, check_types=True, expand_composites=Fals
         if not (both_seq and type(nest1).__name__ == type(nest2).__name__):
             raise TypeError("The two structures don't have the same sequence type: %s and %s"
                             % (type(nest1).__name__, type(nest2).__name__))
-    if isinstance(nest1, collections.abc.Mapping):
+    is_map1 = isinstance(nest1, collections.abc.Mapping)
+    if is_map1 != isinstance(nest2, collections.abc.Mapping):
+        raise ValueError("The two structures don't have the same nested structure: a %s and "
+                         "a %s" % (type(nest1).__name__, type(nest2).__name__))
+    if is_map1:
         if set(nest1) != set(nest2):
             raise ValueError("The two dictionaries don't have the same keys: %s and %s"
                              % (sorted(map(str, nest1)), sorted(map(str, nest2))))

@@ -69,6 +69,19 @@ class Tensor:
     def get_shape(self):
         return self.shape
 
+    def set_shape(self, shape):
+        """Checks that ``shape`` is compatible with this tensor's shape (TF's ``set_shape``).
+
+        An eager tensor's shape is fully known, so this only validates; inside a traced
+        function it refines the static shape.
+
+        Raises:
+            ValueError: If ``shape`` is not compatible with the tensor's shape.
+        """
+        if not self.shape.is_compatible_with(shape):
+            raise ValueError("Tensor's shape %s is not compatible with supplied shape %s."
+                             % (tuple(self._value.shape), TensorShape(shape)))
+
     @property
     def backing_device(self):
         return self._device.name

@@ -391,6 +391,11 @@ class Variable(metaclass=_VariableMeta):
 
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError("%s takes an IndexedSlices, got %r" % (op, type(sparse_delta)))
+        if _state.trace is not None:
+            from eagerflow.ops.reshape_ops import expand_dims
+
+            return self._traced_scatter(expand_dims(sparse_delta.indices, -1),
+                                        sparse_delta.values, mode, op)
         indices = sparse_delta.indices._value
         values = self._new_value(sparse_delta.values, op)._value
         rows = self._value.shape[0] if self._value.ndim else 0
@@ -440,7 +445,28 @@ class Variable(metaclass=_VariableMeta):
     def scatter_div(self, sparse_delta, use_locking=False, name=None):
         return self._scatter(sparse_delta, "div", "ResourceScatterDiv")
 
+    def _traced_scatter(self, nd_indices, updates, mode, op):
+        """Inside a trace: the new value is a tensor_scatter_nd_* of the read, assigned."""
+        from eagerflow.ops import index_nd_ops
+
+        fns = {"update": index_nd_ops.tensor_scatter_nd_update,
+               "add": index_nd_ops.tensor_scatter_nd_add,
+               "sub": index_nd_ops.tensor_scatter_nd_sub,
+               "max": index_nd_ops.tensor_scatter_nd_max,
+               "min": index_nd_ops.tensor_scatter_nd_min}
+        if mode not in fns:
+            raise errors.UnimplementedError(
+                None, op, "%s on %s is not supported inside a @function; compute the new "
+                "value with tensor ops and assign it, or call it outside the function."
+                % (op, self._name))
+        if not isinstance(updates, Tensor):
+            updates = convert_to_tensor(updates, dtype=self.dtype)
+        self.assign(fns[mode](self.read_value(), nd_indices, updates))
+        return self
+
     def _scatter_nd(self, indices, updates, mode, op):
+        if _state.trace is not None:
+            return self._traced_scatter(indices, updates, mode, op)
         indices = convert_to_tensor(indices)
         updates = self._new_value(updates, op)._value
         idx = indices._value
@@ -481,7 +507,51 @@ class Variable(metaclass=_VariableMeta):
         return self._scatter_nd(indices, updates, "sub", "ResourceScatterNdSub")
 
     def batch_scatter_update(self, sparse_delta, use_locking=False, name=None):
-        return self.scatter_update(sparse_delta, use_locking, name)
+        """Assigns ``sparse_delta`` batch-wise (like ``batch_gather``).
+
+        The leading ``indices.ndim - 1`` dimensions of the variable, of
+        ``sparse_delta.indices`` and of ``sparse_delta.values`` are batch dimensions; each
+        batch entry updates rows ``indices[b]`` of ``variable[b]`` (``values.shape ==
+        indices.shape + variable.shape[indices.ndim:]``).
+        """
+        indices = sparse_delta.indices
+        if indices.shape.rank is None or indices.shape.rank <= 1:
+            return self.scatter_update(sparse_delta, use_locking, name)
+        from eagerflow.ops.cast import cast
+        from eagerflow.ops.join_ops import stack
+
+        shape = indices.shape.as_list()
+        if None in shape:
+            raise errors.InvalidArgumentError(
+                None, "batch_scatter_update", "batch_scatter_update on %s needs indices of "
+                "a static shape, got %s." % (self._name, indices.shape))
+        grid = np.indices(shape)[:-1]  # the batch coordinates of every index
+        coords = [cast(convert_to_tensor(g), indices.dtype) for g in grid]
+        nd = stack(coords + [indices], axis=-1)
+        return self._scatter_nd(nd, sparse_delta.values, "update", "ResourceScatterNdUpdate")
+
+    def sparse_read(self, indices, name=None):
+        """Gathers rows ``indices`` of the variable's value (``gather(v, indices)``)."""
+        from eagerflow.ops.gather_ops import gather
+
+        return gather(self.read_value(), indices)
+
+    def gather_nd(self, indices, name=None):
+        """``gather_nd`` of the variable's value."""
+        from eagerflow.ops.index_nd_ops import gather_nd
+
+        return gather_nd(self.read_value(), indices)
+
+    # In-place operators would rebind the name to a new tensor and silently leave the
+    # variable unchanged; TF refuses them, and so do we.
+    def _no_inplace(self, *unused):
+        raise RuntimeError("`variable += value` and other in-place operators are not "
+                           "supported on eagerflow.Variable. Use variable.assign_add(value) "
+                           "(or assign, assign_sub) to modify the variable, or "
+                           "`out = variable + value` for a new tensor.")
+
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = __ifloordiv__ = __imod__ = \
+        __ipow__ = __imatmul__ = _no_inplace
 
     # -- misc ---------------------------------------------------------------------------------
     def __getitem__(self, key):

@@ -485,6 +485,7 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
         1
     """
     preds, fns = _case_pairs(pred_fn_pairs)
+    all_preds = list(preds)  # the exclusive check covers the pair that may become default
     if default is None:
         default, preds, fns = _default_from_last(preds, fns)
     else:
@@ -493,8 +494,8 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     # Built in reverse so that predicates are tested in the order given.
     for k in reversed(range(len(preds))):
         fn = _CondStep(preds[k], fns[k], fn, strict, name)
-    if exclusive and len(preds) > 1:
-        _assert(preds, "at_most_one",
+    if exclusive and len(all_preds) > 1:
+        _assert(all_preds, "at_most_one",
                 "case(): exclusive=True but more than one condition evaluated as True")
     return fn()
 

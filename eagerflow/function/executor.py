@@ -8,8 +8,6 @@ tensors are wrapped only at the boundary.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from eagerflow import errors
@@ -241,12 +239,11 @@ def _print_step(node):
     attrs = dict(node.attrs)
 
     def print_values(*values):
-        from eagerflow.ops.print_ops import format_for_print
+        from eagerflow.ops.print_ops import format_for_print, write_text
 
-        stream = sys.stderr if attrs.get("output_stream", "stderr") == "stderr" else sys.stdout
         parts = format_for_print(attrs["template"], values, attrs.get("summarize", 3))
-        stream.write(attrs.get("sep", " ").join(parts) + attrs.get("end", "\n"))
-        stream.flush()
+        write_text(attrs.get("sep", " ").join(parts) + attrs.get("end", "\n"),
+                   attrs.get("output_stream", "stderr"))
 
     return print_values
 

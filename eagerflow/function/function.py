@@ -115,7 +115,7 @@ class Function:
             # Inside another trace: inline the Python (nested functions fuse into one graph).
             return self._python_function(*args, **kwargs)
         if not kwargs and len(args) == self._n_params and self._simple_params:
-            fast_key = _fast_key(args)
+            fast_key = _fast_key(args, self._input_signature is not None)
             if fast_key is not None:
                 concrete = self._fast.get(fast_key)
                 if concrete is None:
@@ -202,15 +202,19 @@ class Function:
 _SIMPLE = (int, float, bool, str, type(None))
 
 
-def _fast_key(args):
-    """A flat key for positional eager tensors and simple Python values, else None."""
+def _fast_key(args, tensors_only=False):
+    """A flat key for positional eager tensors and simple Python values, else None.
+
+    With an input_signature (``tensors_only``), Python values are converted to tensors by
+    the slow path, so only all-tensor calls take the fast one.
+    """
     key = []
     for a in args:
         cls = a.__class__
         if cls is Tensor:
             value = a._value
             key.append((value.dtype, value.shape))
-        elif cls in _SIMPLE:
+        elif cls in _SIMPLE and not tensors_only:
             key.append((cls, a))
         else:
             return None

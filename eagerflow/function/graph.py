@@ -159,6 +159,15 @@ class Graph:
     def get_operations(self):
         return list(self.nodes)
 
+    def as_graph_def(self):
+        """This graph as a protobuf message (``SavedFunction``, this project's GraphDef).
+
+        Loads the protobuf module on first use only.
+        """
+        from eagerflow.function.serialize import graph_to_proto
+
+        return graph_to_proto(self)
+
     def pretty(self):
         """A readable listing: one line per node, placeholders as arguments."""
         args = ", ".join("%s: %r" % (n.name, n.avals[0]) for n in self.inputs)

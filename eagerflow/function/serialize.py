@@ -1175,7 +1175,7 @@ _REPLAYED = frozenset(("Placeholder", "Const", "Print") + tuple(_VARIABLE_OPS))
 def _replay(graph, args):
     """Runs ``graph`` node by node through the op dispatch (traced or taped like eager)."""
     from eagerflow.ops.dispatch import execute
-    from eagerflow.ops.print_ops import print_
+    from eagerflow.ops.print_ops import print_template
 
     values = {}
     for node, t in zip(graph.inputs, args):
@@ -1202,11 +1202,10 @@ def _replay(graph, args):
             method(ins[0], read_value=False)
             outs = ()
         elif op == "Print":
-            it = iter(ins)
-            items = [next(it) if part is None else part for part in node.attrs["template"]]
-            stream = sys.stdout if node.attrs.get("output_stream") == "stdout" else sys.stderr
-            print_(*items, output_stream=stream, summarize=node.attrs.get("summarize", 3),
-                   sep=node.attrs.get("sep", " "), end=node.attrs.get("end", "\n"))
+            print_template(tuple(node.attrs["template"]), list(ins),
+                           node.attrs.get("output_stream", "stderr"),
+                           node.attrs.get("summarize", 3), node.attrs.get("sep", " "),
+                           node.attrs.get("end", "\n"))
             outs = ()
         else:
             raise errors.UnimplementedError(

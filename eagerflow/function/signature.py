@@ -211,14 +211,22 @@ def signature_key(input_signature, arguments, param_names):
     for name, spec in zip(param_names, input_signature):
         value = arguments.get(name)
         spec_leaves = nest.flatten(spec)
+        if not nest.is_nested(spec) and nest.is_nested(value):
+            # A TensorSpec takes any value convertible to it, nested lists included (TF).
+            try:
+                value = arguments[name] = convert_to_tensor(value, dtype=spec.dtype)
+            except (TypeError, ValueError):
+                pass  # reported below as a structure mismatch
         try:
             nest.assert_same_structure(spec, value, check_types=False)
         except (ValueError, TypeError):
             raise errors.InvalidArgumentError(
                 None, None, "Argument `%s` does not match the function's input_signature: "
                 "expected the structure %s, got %r." % (name, spec, value)) from None
+        converted = []
         for (path, leaf), s in zip(nest.flatten_with_paths(value), spec_leaves):
             t = leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf, dtype=s.dtype)
+            converted.append(t)
             if not s.is_compatible_with(t):
                 raise errors.InvalidArgumentError(
                     None, None, "Argument `%s` (%s%s) is not compatible with its input_signature"
@@ -229,4 +237,7 @@ def signature_key(input_signature, arguments, param_names):
             leaves.append(TensorKey(s.dtype, tuple(s.shape.dims) if s.shape.rank is not None
                                     else None))
             paths.append((name,) + path)
+        if any(t is not leaf for t, leaf in zip(converted, nest.flatten(value))):
+            # The trace must see tensors, not the Python values of this first call.
+            arguments[name] = nest.pack_sequence_as(value, converted)
     return (tuple(paths), tuple(leaves)), flat_tensors

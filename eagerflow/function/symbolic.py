@@ -115,6 +115,25 @@ class SymbolicTensor(Tensor):
     def aval(self):
         return self._node.avals[self._index]
 
+    def set_shape(self, shape):
+        """Refines the static shape (unknown dims become known), as TF's ``set_shape``.
+
+        Raises:
+            ValueError: If ``shape`` is not compatible with the current static shape.
+        """
+        from eagerflow.ops.registry import AbstractValue
+
+        try:
+            merged = TensorShape(self._value.shape).merge_with(shape)
+        except ValueError:
+            raise ValueError("Tensor's shape %s is not compatible with supplied shape %s."
+                             % (self.shape, TensorShape(shape))) from None
+        dims = None if merged.rank is None else tuple(merged.as_list())
+        avals = list(self._node.avals)
+        avals[self._index] = AbstractValue(dims, self.dtype)
+        self._node.avals = type(self._node.avals)(avals)
+        self._value = AbstractArray(dims, self._value.dtype)
+
     def _as_tensor(self, dtype=None):
         return self
 

@@ -16,7 +16,7 @@ from eagerflow.ops.einsum_ops import (  # noqa: F401
     einsum, matvec, norm, tensordot, trace,
 )
 from eagerflow.ops.linalg_factorizations import (  # noqa: F401
-    cholesky, cholesky_solve, eigh, eigvalsh, logdet, lstsq, qr, svd,
+    cholesky, cholesky_solve, eigh, eigvalsh, logdet, lstsq, pinv, qr, svd,
 )
 from eagerflow.ops.linalg_solvers import (  # noqa: F401
     det, inv, slogdet, solve, triangular_solve,

@@ -48,6 +48,12 @@ def sum_to_shape_array(xp, g, shape):
         raise errors.InvalidArgumentError(
             None, "SumToShape", "cannot reduce shape %s to the larger shape %s"
             % (list(g.shape), list(shape)))
+    if None in shape:
+        # Traced with an unknown dimension (a None batch size): it was not broadcast, so it
+        # keeps the gradient's size at run time.
+        shape = tuple(g.shape[lead + i] if dim is None else dim for i, dim in enumerate(shape))
+        if g.shape == shape:
+            return g
     axes = tuple(range(lead)) + tuple(
         lead + i for i, dim in enumerate(shape) if dim == 1 and g.shape[lead + i] != 1)
     out = g.sum(axis=axes, keepdims=True) if axes else g

@@ -1,12 +1,13 @@
 """Factorizations and what is built on them: cholesky, cholesky_solve, logdet, lstsq, qr, svd,
-eigh and eigvalsh.
+pinv, eigh and eigvalsh.
 
 * ``cholesky`` (``A = L L^H``): ``dA = sym(L^-H Phi(L^H G) L^-1)`` where ``Phi`` takes the
   lower triangle with a halved diagonal and ``sym(X) = (X + X^H) / 2``, as TF does.
 * ``qr``, ``svd`` and ``eigh`` follow the standard results (TF's formulas); the vectors'
   gradients assume distinct singular values / eigenvalues and a loss that does not depend
   on each vector's sign (or complex phase), which is the only well-defined case.
-* ``cholesky_solve``, ``logdet`` and ``lstsq`` are composites of these and of the solvers.
+* ``cholesky_solve``, ``logdet``, ``lstsq`` and ``pinv`` are composites of these and of the
+  solvers.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from eagerflow.ops.linalg_solvers import triangular_solve
 from eagerflow.ops.matmul_ops import _flip, _shape_text, adjoint, matmul
 from eagerflow.ops.registry import AbstractValue
 
-__all__ = ["logdet", "cholesky", "cholesky_solve", "lstsq", "qr", "svd", "eigh", "eigvalsh"]
+__all__ = ["logdet", "cholesky", "cholesky_solve", "lstsq", "qr", "svd", "pinv", "eigh",
+           "eigvalsh"]
 
 EXPORTS = {
-    "linalg": ["logdet", "cholesky", "cholesky_solve", "lstsq", "qr", "svd", "eigh", "eigvalsh"],
+    "linalg": ["logdet", "cholesky", "cholesky_solve", "lstsq", "qr", "svd", "pinv", "eigh",
+               "eigvalsh"],
 }
 
 
@@ -501,6 +504,55 @@ def svd(tensor, full_matrices=False, compute_uv=True, name=None):
         attrs["full_matrices"] = True
     out = execute(SVD, (tensor,), attrs)
     return out if compute_uv else out[0]
+
+
+def pinv(a, rcond=None, validate_args=False, name=None):
+    """The Moore-Penrose pseudo-inverse of matrices, from their SVD.
+
+    Singular values at most ``rcond * max(s)`` are treated as zero (their reciprocal is 0),
+    as in TF and numpy.
+
+    Args:
+        a: A float or complex Tensor ``[..., M, N]``.
+        rcond: Relative cutoff; default ``10 * max(M, N) * eps`` of the dtype.
+        validate_args: Unused.
+        name: Unused.
+
+    Returns:
+        A Tensor ``[..., N, M]`` of ``a``'s dtype.
+
+    Raises:
+        InvalidArgumentError: If ``a`` has rank < 2 or unknown matrix dimensions.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.linalg.pinv([[2.0, 0.0], [0.0, 0.0]]).numpy().tolist()
+        [[0.5, 0.0], [0.0, 0.0]]
+    """
+    from eagerflow.ops import arithmetic
+    from eagerflow.ops.cast import cast
+    from eagerflow.ops.reductions import reduce_max
+    from eagerflow.ops.reshape_ops import expand_dims
+    from eagerflow.tensor import convert_to_tensor
+
+    a = convert_to_tensor(a)
+    shape = tuple(a.shape)
+    if len(shape) < 2 or shape[-1] is None or shape[-2] is None:
+        raise errors.InvalidArgumentError(
+            None, "pinv", "pinv: a must have rank >= 2 with known matrix dimensions, got "
+            "shape %s." % _shape_text(shape))
+    s, u, v = svd(a)
+    real = s.dtype
+    if rcond is None:
+        rcond = 10.0 * max(shape[-2:]) * np.finfo(real.np_dtype).eps
+    cutoff = expand_dims(convert_to_tensor(rcond, dtype=real) * reduce_max(s, axis=-1), -1)
+    keep = arithmetic.greater(s, cutoff)
+    # 1/s where kept, 0 elsewhere, without dividing by the zeros that are dropped.
+    safe = arithmetic.where(keep, s, ONES_LIKE_fn(s))
+    s_inv = arithmetic.where(keep, 1.0 / safe, arithmetic.zeros_like_t(s))
+    if s_inv.dtype is not a.dtype:
+        s_inv = cast(s_inv, a.dtype)
+    return matmul(v * expand_dims(s_inv, -2), u, adjoint_b=True)
 
 
 # ----------------------------------------------------------------------------------------

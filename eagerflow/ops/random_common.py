@@ -125,6 +125,10 @@ def _shape_attr(shape, op_name):
         raise errors.InvalidArgumentError(
             None, op_name, "%s: shape must be a 1-D list of dimensions, got the scalar %d. "
             "Write [%d] for a vector." % (op_name, shape, shape))
+    if isinstance(shape, (list, tuple)) and any(
+            isinstance(s, (float, np.floating)) for s in shape):
+        raise errors.InvalidArgumentError(
+            None, op_name, "%s: shape must be a list of ints, got %r." % (op_name, shape))
     dims = static_shape(shape, op_name)
     if any(s < 0 for s in dims):
         raise errors.InvalidArgumentError(

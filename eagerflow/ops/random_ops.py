@@ -43,7 +43,7 @@ from eagerflow.ops.random_stateful import (  # noqa: F401
 )
 from eagerflow.ops.random_stateless import (  # noqa: F401
     stateless_normal, stateless_uniform, stateless_truncated_normal, stateless_categorical,
-    stateless_split, stateless_fold_in,
+    stateless_gamma, stateless_split, stateless_fold_in,
 )
 
 # The family's primitives and constants, and the helpers that other modules and tests
@@ -70,7 +70,7 @@ from eagerflow.ops.random_stateless import (  # noqa: F401
 __all__ = [
     "set_seed", "normal", "uniform", "truncated_normal", "categorical", "shuffle", "gamma",
     "stateless_normal", "stateless_uniform", "stateless_truncated_normal", "stateless_categorical",
-    "stateless_split", "stateless_fold_in",
+    "stateless_gamma", "stateless_split", "stateless_fold_in",
 ]
 
 # Each part lists its own names in its EXPORTS (scripts/gen_api.py takes every name from

@@ -1,5 +1,5 @@
 """Stateless random ops: stateless_normal, stateless_uniform, stateless_truncated_normal,
-stateless_categorical, stateless_split and stateless_fold_in.
+stateless_categorical, stateless_gamma, stateless_split and stateless_fold_in.
 
 A shape-[2] integer ``seed`` tensor is scrambled into a Philox key and counter
 (``StatelessRandomGetKeyCounter``), so the same seed gives the same numbers on every call,
@@ -26,19 +26,19 @@ from eagerflow.ops.random_common import (
     _num_samples, _output_dtype, _scale_shift, _shape_attr, _size, _stretch, _validated_shape,
 )
 from eagerflow.ops.random_distributions import (
-    _WIDE, _box_muller_double, _box_muller_float, _categorical, _full_int_from_words,
+    _WIDE, _box_muller_double, _box_muller_float, _categorical, _full_int_from_words, _gamma,
     _int_from_words, _uniform_from_words, _unit_float64, sample,
 )
 from eagerflow.ops.registry import AbstractValue
 
 __all__ = [
     "stateless_normal", "stateless_uniform", "stateless_truncated_normal", "stateless_categorical",
-    "stateless_split", "stateless_fold_in",
+    "stateless_gamma", "stateless_split", "stateless_fold_in",
 ]
 
 EXPORTS = {
     "random": ["stateless_normal", "stateless_uniform", "stateless_truncated_normal",
-               "stateless_categorical"],
+               "stateless_categorical", "stateless_gamma"],
     "random.experimental": ["stateless_split", "stateless_fold_in"],
 }
 
@@ -76,6 +76,20 @@ def _stateless_int_kernel(key, counter, lo, hi, *, shape):
     if lo.ndim or hi.ndim or n:
         _check_int_bounds(lo, hi)
     return sample("uniform_int", lo.dtype.name, n, k, c, lo, hi).reshape(shape)
+
+
+def _stateless_gamma_kernel(key, counter, alpha, *, shape):
+    k, c = _check_key_counter(key, counter)
+    shape = tuple(shape)
+    if shape[len(shape) - alpha.ndim:] != alpha.shape or len(shape) < alpha.ndim:
+        raise _invalid("shape %s must end with alpha's shape %s (TF's stateless_gamma draws "
+                       "shape[:-alpha.ndim] samples per distribution)."
+                       % (list(shape), list(alpha.shape)))
+    if _size(shape) == 0:
+        return np.zeros(shape, alpha.dtype)
+    per_alpha = _size(shape) // alpha.size
+    # The same Marsaglia-Tsang sampler (and output sub-streams) as the stateful kernel.
+    return _gamma(alpha, per_alpha, k, c).reshape(shape).astype(alpha.dtype)
 
 
 def _stateless_multinomial_kernel(logits, seed, *, num_samples, output_dtype):
@@ -196,6 +210,70 @@ def _reference_multinomial(logits, seed, *, num_samples, output_dtype):
     return out.astype(d.as_dtype(output_dtype).np_dtype)
 
 
+class _ScalarGammaStream:
+    """One output's generator: double uniforms and normals in pairs, last value first."""
+
+    def __init__(self, key, counter):
+        self.gen = _ScalarPhilox(key, counter)
+        self.normals, self.uniforms = [], []
+
+    def uniform(self):
+        if not self.uniforms:
+            w = _u32(*self.gen.block())
+            self.uniforms = [_unit_float64(w[0:1], w[1:2])[0], _unit_float64(w[2:3], w[3:4])[0]]
+        return self.uniforms.pop()
+
+    def normal(self):
+        if not self.normals:
+            words = (w[None] for w in _u32(*self.gen.block()))
+            self.normals = [float(v[0]) for v in _box_muller_double(*words)]
+        return self.normals.pop()
+
+
+def _reference_gamma_one(stream, a):
+    """Marsaglia-Tsang for one Gamma(a, 1) sample."""
+    if a == 1.0:
+        return -np.log(1.0 - stream.uniform())
+    dd = a + (2.0 / 3 if a < 1 else -1.0 / 3)
+    cc = 1.0 / 3 / np.sqrt(dd)
+    while True:
+        x = stream.normal()
+        v = 1 + cc * x
+        if v <= 0:
+            continue
+        v = v ** 3
+        u = stream.uniform()
+        if u < 1 - 0.0331 * x ** 4 or np.log(u) < 0.5 * x * x + dd * (1 - v + np.log(v)):
+            res = dd * v
+            return res * stream.uniform() ** (1 / a) if a < 1 else res
+
+
+def _reference_gamma(key, counter, alpha, *, shape):
+    """One output at a time, each on its own generator 256 blocks apart (TF's layout)."""
+    k, c = _ints_from_arrays(key, counter)
+    alphas = alpha.astype(np.float64).reshape(-1)
+    n = _size(shape) // alphas.size if alphas.size else 0
+    out = np.zeros((n, alphas.size))
+    for a_idx, a in enumerate(alphas):
+        for s in range(n):
+            stream = _ScalarGammaStream(k, (c + (a_idx * n + s) * _BLOCKS_PER_OUTPUT) & _M128)
+            out[s, a_idx] = _reference_gamma_one(stream, a)
+    return out.reshape(shape).astype(alpha.dtype)
+
+
+def _gamma_samples(rng, dtype):
+    out = []
+    params = [(np.array(2.5), (4,)), (np.array([0.5, 1.0, 3.0]), (2, 3)),
+              (np.array([[0.1], [7.0]]), (3, 2, 1)), (np.array(1.0), ()),
+              (np.array([0.3, 2.0]), (0, 2))]
+    for i, (key, counter) in enumerate(_key_counter_samples()):
+        alpha, shape = params[i % len(params)]
+        out.append(((key, counter, alpha.astype(dtype.np_dtype)), {"shape": shape}))
+    out.append((_key_counter_samples()[0] + (params[-1][0].astype(dtype.np_dtype),),
+                {"shape": params[-1][1]}))
+    return out
+
+
 def _u32(*words):
     return np.array(words, np.uint32)
 
@@ -314,6 +392,18 @@ STATELESS_MULTINOMIAL = registry.primitive(
          {"num_samples": 2, "output_dtype": "int64"}, errors.InvalidArgumentError),
         ((np.zeros((1, 3), np.float32), np.array([1, 2, 3], np.int32)),
          {"num_samples": 2, "output_dtype": "int64"}, errors.InvalidArgumentError)])
+
+
+STATELESS_GAMMA = registry.primitive(
+    "StatelessRandomGammaV3", _host_kernel(_validated_shape(_stateless_gamma_kernel)),
+    dtypes=(d.float16, d.float32, d.float64), dtype_group=(2,), family="random",
+    shape_fn=lambda key, counter, alpha, *, shape: AbstractValue(shape, alpha.dtype),
+    reference=_reference_gamma, samples=_gamma_samples,
+    bad_samples=lambda rng: [
+        (key_counter_arrays(1, 2) + (np.ones(3, np.float32),), {"shape": (4, 2)},
+         errors.InvalidArgumentError),
+        ((key_counter_arrays(1, 2)[0][:0], key_counter_arrays(1, 2)[1], np.float32(1.0)),
+         {"shape": (2,)}, errors.InvalidArgumentError)])
 
 
 # Stateless ops
@@ -493,6 +583,52 @@ def stateless_categorical(logits, num_samples, seed, dtype=d.int64, name=None):
     seed = convert_to_tensor(seed) if not hasattr(seed, "_value") else seed
     return execute(STATELESS_MULTINOMIAL, (logits, seed), {
         "num_samples": _num_samples(num_samples, op), "output_dtype": _output_dtype(dtype, op)})
+
+
+def stateless_gamma(shape, seed, alpha, beta=None, dtype=d.float32, name=None):
+    """Deterministic samples from Gamma(alpha, beta) distributions (beta: inverse scale).
+
+    Unlike :func:`gamma`, ``shape`` is the whole output shape and must end with the
+    broadcast shape of ``alpha`` and ``beta``: ``shape[:-k]`` samples are drawn for each of
+    their entries. Results below the dtype's smallest normal number are raised to it, as in
+    TF. No gradient flows to ``alpha`` (TF differentiates it implicitly; not done here).
+
+    Args:
+        shape: A 1-D list, tuple, TensorShape or integer tensor: the output shape.
+        seed: A shape [2] int32/int64 tensor or list.
+        alpha: Concentration, a float tensor or scalar.
+        beta: Inverse scale (rate), broadcastable with alpha; default 1.
+        dtype: float16, float32 or float64.
+        name: Unused.
+
+    Returns:
+        A tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        InvalidArgumentError: If ``shape`` does not end with the parameters' shape, or the
+            seed is not a shape [2] integer tensor.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.random.stateless_gamma([10, 2], seed=[1, 2], alpha=[0.5, 1.5]).shape
+        TensorShape([10, 2])
+    """
+    from eagerflow.ops import arithmetic
+    from eagerflow.ops.broadcast import broadcast_to
+    from eagerflow.tensor import convert_to_tensor
+
+    op = "StatelessRandomGammaV3"
+    dtype = _dtype_in(dtype, (d.float16, d.float32, d.float64), "random.stateless_gamma")
+    alpha = convert_to_tensor(alpha, dtype=dtype)
+    beta = convert_to_tensor(1 if beta is None else beta, dtype=dtype)
+    both = np.broadcast_shapes(tuple(alpha.shape.as_list()), tuple(beta.shape.as_list()))
+    if tuple(alpha.shape.as_list()) != both:
+        alpha = broadcast_to(alpha, both)
+    samples = execute(STATELESS_GAMMA, _key_counter(seed, op) + (alpha,),
+                      {"shape": _shape_attr(shape, op)})
+    samples = arithmetic.truediv(samples, beta)
+    tiny = convert_to_tensor(np.finfo(dtype.np_dtype).tiny, dtype=dtype)
+    return arithmetic.where(arithmetic.less(samples, tiny), tiny, samples)
 
 
 def stateless_split(seed, num=2):

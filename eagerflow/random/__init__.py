@@ -10,6 +10,7 @@ from eagerflow.ops.random_stateful import (  # noqa: F401
     categorical, gamma, normal, set_seed, shuffle, truncated_normal, uniform,
 )
 from eagerflow.ops.random_stateless import (  # noqa: F401
-    stateless_categorical, stateless_normal, stateless_truncated_normal, stateless_uniform,
+    stateless_categorical, stateless_gamma, stateless_normal, stateless_truncated_normal,
+    stateless_uniform,
 )
 from eagerflow.random import experimental  # noqa: F401,E402

@@ -1,0 +1,261 @@
+"""The on-disk layout of a SavedModel directory: file names, envelopes, variables, manifest.
+
+A SavedModel directory holds::
+
+    saved_model.pb              SavedModelFile: format tag + SavedModel message + CRC-32
+    variables/variables.index   VariableIndex: key, dtype, shape, offset, length, CRC-32
+    variables/variables.data    the variable values, raw little-endian bytes back to back
+    fingerprint.pb              Manifest: format version + size and SHA-256 of every file
+
+Everything is protobuf or raw bytes, so reading a directory from a stranger runs no code.
+Every reader checks what it reads and raises an ``eagerflow.errors`` exception naming the
+file (and the tensor) on truncated, corrupted or mismatched data.
+
+Variable values go through :func:`_write_variables` / :func:`_read_variables` only, so moving
+to the project-wide tensor bundle format is a change of these two functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+
+import numpy as np
+
+from eagerflow import errors
+
+SAVED_MODEL_FILENAME = "saved_model.pb"
+FINGERPRINT_FILENAME = "fingerprint.pb"
+VARIABLES_DIRECTORY = "variables"
+VARIABLES_INDEX = "variables.index"
+VARIABLES_DATA = "variables.data"
+MODEL_FORMAT = "eagerflow.SavedModel"
+MANIFEST_FORMAT = "eagerflow.SavedModelManifest"
+INDEX_FORMAT = "eagerflow.VariableIndex"
+# Bump FORMAT_VERSION when the meaning of stored data changes; raise MIN_CONSUMER only when
+# older readers would misread the new data.
+FORMAT_VERSION = 1
+MIN_CONSUMER = 1
+
+_pb_module = None
+
+
+def pb():
+    """The generated protobuf module, imported on first use (importing eagerflow never
+    loads protobuf)."""
+    global _pb_module
+    if _pb_module is None:
+        from eagerflow.saved_model import saved_model_pb2
+
+        _pb_module = saved_model_pb2
+    return _pb_module
+
+
+def data_loss(path, message):
+    return errors.DataLossError(None, None, "SavedModel file %s: %s" % (path, message))
+
+
+def not_found(path, message):
+    return errors.NotFoundError(None, None, "SavedModel file %s: %s" % (path, message))
+
+
+def read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise not_found(path, "the file is missing") from None
+    except IsADirectoryError:
+        raise data_loss(path, "expected a file, found a directory") from None
+
+
+def parse(message, data, path, what):
+    """Parses ``data`` into ``message``; a parse failure is a DataLossError naming ``path``."""
+    try:
+        message.ParseFromString(data)
+    except Exception as exc:  # noqa: BLE001 - DecodeError or the C parser's RuntimeError
+        raise data_loss(path, "%d bytes do not parse as %s (truncated or corrupted?): %s"
+                        % (len(data), what, exc)) from None
+    return message
+
+
+def check_versions(versions, path):
+    if versions.producer <= 0:
+        raise data_loss(path, "no format version (not an eagerflow SavedModel, or truncated)")
+    if versions.min_consumer > FORMAT_VERSION:
+        raise errors.UnimplementedError(
+            None, None, "SavedModel file %s needs format version %d or newer; this eagerflow "
+            "reads version %d. Upgrade eagerflow to load it."
+            % (path, versions.min_consumer, FORMAT_VERSION))
+
+
+# -- saved_model.pb -------------------------------------------------------------------------
+def model_to_bytes(model):
+    payload = model.SerializeToString(deterministic=True)
+    envelope = pb().SavedModelFile(format=MODEL_FORMAT, model=payload,
+                                   crc32=zlib.crc32(payload) & 0xFFFFFFFF)
+    return envelope.SerializeToString(deterministic=True)
+
+
+def bytes_to_model(data, path):
+    if not data:
+        raise data_loss(path, "the file is empty")
+    envelope = parse(pb().SavedModelFile(), data, path, "a SavedModel")
+    if envelope.format != MODEL_FORMAT:
+        raise data_loss(path, "not an eagerflow SavedModel (format tag %r, expected %r)"
+                        % (envelope.format[:40], MODEL_FORMAT))
+    crc = zlib.crc32(envelope.model) & 0xFFFFFFFF
+    if crc != envelope.crc32:
+        raise data_loss(path, "checksum mismatch (stored %08x, computed %08x): the file is "
+                        "truncated or corrupted" % (envelope.crc32, crc))
+    model = parse(pb().SavedModel(), envelope.model, path, "a SavedModel")
+    check_versions(model.versions, path)
+    return model
+
+
+def read_model(export_dir):
+    path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
+    return bytes_to_model(read_bytes(path), path)
+
+
+# -- variables ------------------------------------------------------------------------------
+def _write_variables(directory, values):
+    """Writes ``{key: numpy array}`` under ``directory/variables/`` (files fsynced)."""
+    from eagerflow import dtypes as dtypes_lib
+
+    folder = os.path.join(directory, VARIABLES_DIRECTORY)
+    os.makedirs(folder, exist_ok=True)
+    index = pb().VariableIndex(format=INDEX_FORMAT)
+    offset = 0
+    with open(os.path.join(folder, VARIABLES_DATA), "wb") as f:
+        for key, array in values.items():
+            array = np.asarray(array)
+            little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+            data = np.ascontiguousarray(little).tobytes()
+            entry = index.entry.add(key=key, offset=offset, length=len(data),
+                                    crc32=zlib.crc32(data) & 0xFFFFFFFF)
+            entry.dtype = dtypes_lib.as_dtype(array.dtype).as_datatype_enum
+            entry.shape.dim.extend(array.shape)
+            f.write(data)
+            offset += len(data)
+        fsync_file(f)
+    with open(os.path.join(folder, VARIABLES_INDEX), "wb") as f:
+        f.write(index.SerializeToString(deterministic=True))
+        fsync_file(f)
+
+
+def _read_variables(directory):
+    """Reads the ``{key: numpy array}`` written by :func:`_write_variables`."""
+    from eagerflow.function.serialize import _decode_dtype
+
+    folder = os.path.join(directory, VARIABLES_DIRECTORY)
+    index_path = os.path.join(folder, VARIABLES_INDEX)
+    data_path = os.path.join(folder, VARIABLES_DATA)
+    index = parse(pb().VariableIndex(), read_bytes(index_path), index_path,
+                  "a variable index")
+    if index.format != INDEX_FORMAT:
+        raise data_loss(index_path, "not a variable index (format tag %r)"
+                        % index.format[:40])
+    data = read_bytes(data_path)
+    out = {}
+    for entry in index.entry:
+        where = "%s (tensor %r)" % (data_path, entry.key)
+        try:
+            dtype = _decode_dtype(entry.dtype)
+        except Exception:  # noqa: BLE001 - DataLossError from the graph decoder
+            raise data_loss(where, "unknown dtype enum %d" % entry.dtype) from None
+        shape = tuple(int(d) for d in entry.shape.dim)
+        np_dtype = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
+        expected = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+        end = entry.offset + entry.length
+        if entry.length != expected or entry.offset < 0 or end > len(data):
+            raise data_loss(where, "the tensor (%s%s, %d bytes at offset %d) does not fit the "
+                            "%d-byte data file: truncated or mismatched"
+                            % (dtype.name, list(shape), entry.length, entry.offset,
+                               len(data)))
+        chunk = data[entry.offset:end]
+        if zlib.crc32(chunk) & 0xFFFFFFFF != entry.crc32:
+            raise data_loss(where, "checksum mismatch: the tensor's bytes are corrupted")
+        array = np.frombuffer(chunk, dtype=np_dtype).reshape(shape)
+        out[entry.key] = array.astype(np_dtype.newbyteorder("="), copy=True)
+    return out
+
+
+# -- manifest -------------------------------------------------------------------------------
+def _digest(path):
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return size, h.hexdigest()
+
+
+def _files(directory):
+    out = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, directory).replace(os.sep, "/")
+            if rel != FINGERPRINT_FILENAME:
+                out.append(rel)
+    return sorted(out)
+
+
+def write_manifest(directory):
+    manifest = pb().Manifest(format=MANIFEST_FORMAT)
+    manifest.versions.producer = FORMAT_VERSION
+    manifest.versions.min_consumer = MIN_CONSUMER
+    for rel in _files(directory):
+        size, sha = _digest(os.path.join(directory, rel))
+        manifest.file.add(path=rel, size=size, sha256=sha)
+    with open(os.path.join(directory, FINGERPRINT_FILENAME), "wb") as f:
+        f.write(manifest.SerializeToString(deterministic=True))
+        fsync_file(f)
+
+
+def verify_manifest(directory):
+    """Checks the format version and every file's size and checksum against the manifest."""
+    path = os.path.join(directory, FINGERPRINT_FILENAME)
+    manifest = parse(pb().Manifest(), read_bytes(path), path, "a SavedModel manifest")
+    if manifest.format != MANIFEST_FORMAT:
+        raise data_loss(path, "not a SavedModel manifest (format tag %r)"
+                        % manifest.format[:40])
+    check_versions(manifest.versions, path)
+    for entry in manifest.file:
+        rel = entry.path
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise data_loss(path, "the manifest names a file outside the directory: %r" % rel)
+        full = os.path.join(directory, *rel.split("/"))
+        if not os.path.isfile(full):
+            raise not_found(full, "the file is missing (listed in %s)" % FINGERPRINT_FILENAME)
+        size, sha = _digest(full)
+        if size != entry.size:
+            raise data_loss(full, "size %d bytes, expected %d: the file is truncated or "
+                            "was changed" % (size, entry.size))
+        if sha != entry.sha256:
+            raise data_loss(full, "checksum mismatch (SHA-256 %s..., expected %s...): the "
+                            "file is corrupted" % (sha[:12], entry.sha256[:12]))
+    return manifest
+
+
+# -- durability -----------------------------------------------------------------------------
+def fsync_file(f):
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def fsync_directory(directory):
+    """Makes renames and creations in ``directory`` durable (where the platform allows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

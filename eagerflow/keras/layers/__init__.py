@@ -153,3 +153,13 @@ def get(identifier, custom_objects=None):
     if isinstance(identifier, str):
         return deserialize({"class_name": identifier, "config": {}}, custom_objects)
     raise ValueError("Could not interpret layer identifier: %r." % (identifier,))
+
+
+def __getattr__(name):
+    # ``keras.layers.Input`` is the functional API's entry point, defined with the models
+    # (a layer module importing models would point the import arrows upward).
+    if name == "Input":
+        from eagerflow.keras.models.keras_tensor import Input
+
+        return Input
+    raise AttributeError("module 'eagerflow.keras.layers' has no attribute %r" % name)

@@ -1,0 +1,255 @@
+"""The weights file format, and atomic file writing.
+
+One file holds named tensors:
+
+    bytes 0..7    magic ``b"EFWEIGHT"``
+    bytes 8..15   header length N (uint64, little-endian)
+    bytes 16..    the header: N bytes of UTF-8 JSON
+    padding       zeros up to a multiple of 64
+    data          each tensor's raw little-endian bytes, each starting on a multiple of 64
+
+The JSON header is ``{"format": "eagerflow.weights", "version": 1, "data_bytes": total,
+"metadata": {...}, "tensors": [{"name", "dtype", "shape", "offset", "nbytes",
+"sha256"}, ...]}`` with offsets counted from the start of the data section. Reading checks
+the magic, the version, the file size, every tensor's size and its SHA-256, so truncation and
+corruption are reported with the file and the tensor named. Nothing is ever unpickled.
+
+Writes go to a temporary file in the same directory, are flushed and fsynced, and replace
+the target with ``os.replace`` (then the directory is fsynced): a crash at any point leaves
+either the old file or the new one, never a mix.
+
+Example:
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from eagerflow.keras.models import weights_format as wf
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.bin")
+    >>> wf.write_file(path, [("a", np.arange(3, dtype=np.float32))], {"note": "demo"})
+    >>> tensors, meta = wf.read_file(path)
+    >>> tensors["a"].tolist(), meta
+    ([0.0, 1.0, 2.0], {'note': 'demo'})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+__all__ = ["write_file", "read_file", "write_stream", "read_stream", "atomic_write",
+           "WeightsFileError", "MAGIC", "FORMAT_VERSION"]
+
+MAGIC = b"EFWEIGHT"
+FORMAT_VERSION = 1
+_ALIGN = 64
+
+
+class WeightsFileError(ValueError):
+    """A weights file that is not eagerflow's format, or is truncated or corrupt."""
+
+
+def _dtype_name(array):
+    import eagerflow as ef
+
+    return ef.as_dtype(array.dtype).name
+
+
+def _numpy_dtype(name, where):
+    import eagerflow as ef
+
+    try:
+        return np.dtype(ef.as_dtype(name).as_numpy_dtype).newbyteorder("<")
+    except (TypeError, ValueError) as exc:
+        raise WeightsFileError("%s: unknown dtype %r (%s)." % (where, name, exc)) from None
+
+
+def _pad(n):
+    return (-n) % _ALIGN
+
+
+def write_stream(stream, named_arrays, metadata=None):
+    """Writes the format to a binary stream.
+
+    Args:
+        stream: A writable binary file object.
+        named_arrays: ``[(name, array)]``; names must be unique.
+        metadata: A JSON-compatible dict stored in the header.
+
+    Raises:
+        ValueError: For duplicate names.
+    """
+    entries = []
+    blobs = []
+    offset = 0
+    names = set()
+    for name, array in named_arrays:
+        if name in names:
+            raise ValueError("Duplicate weight name %r in the weights to write." % name)
+        names.add(name)
+        array = np.asarray(array)
+        little = array.astype(array.dtype.newbyteorder("<"), copy=False) \
+            if array.dtype.byteorder == ">" else array
+        data = np.ascontiguousarray(little).tobytes()
+        entries.append({"name": name, "dtype": _dtype_name(array), "shape": list(array.shape),
+                        "offset": offset, "nbytes": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest()})
+        blobs.append(data)
+        offset += len(data) + _pad(len(data))
+    header = json.dumps({"format": "eagerflow.weights", "version": FORMAT_VERSION,
+                         "data_bytes": offset, "metadata": metadata or {},
+                         "tensors": entries}, sort_keys=True).encode("utf-8")
+    stream.write(MAGIC)
+    stream.write(struct.pack("<Q", len(header)))
+    stream.write(header)
+    stream.write(b"\0" * _pad(16 + len(header)))
+    for data in blobs:
+        stream.write(data)
+        stream.write(b"\0" * _pad(len(data)))
+
+
+def read_stream(stream, where="weights file"):
+    """Reads and verifies the format from a binary stream.
+
+    Args:
+        stream: A readable binary file object positioned at the start.
+        where: How to name the source in errors (the path).
+
+    Returns:
+        ``(tensors, metadata)``: an ordered dict name -> numpy array, and the header metadata.
+
+    Raises:
+        WeightsFileError: For a wrong magic/version, truncation or a checksum mismatch.
+    """
+    head = stream.read(16)
+    if len(head) < 16 or head[:8] != MAGIC:
+        raise WeightsFileError(
+            "%s is not an eagerflow weights file (bad magic %r). It may be an HDF5 or "
+            "TensorFlow checkpoint, which eagerflow does not read; save it again with "
+            "eagerflow's save_weights." % (where, head[:8]))
+    (length,) = struct.unpack("<Q", head[8:16])
+    raw = stream.read(length)
+    if len(raw) != length:
+        raise WeightsFileError("%s is truncated: its header should be %d bytes, only %d are "
+                               "present." % (where, length, len(raw)))
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WeightsFileError("%s has a corrupt header: %s" % (where, exc)) from None
+    if header.get("format") != "eagerflow.weights":
+        raise WeightsFileError("%s: unknown format %r." % (where, header.get("format")))
+    if header.get("version") != FORMAT_VERSION:
+        raise WeightsFileError("%s was written in format version %r; this eagerflow reads "
+                               "version %d." % (where, header.get("version"), FORMAT_VERSION))
+    stream.read(_pad(16 + length))
+    data = stream.read(header["data_bytes"] + 1)
+    if len(data) > header["data_bytes"]:
+        raise WeightsFileError("%s has %d unexpected bytes after its data (corrupt or "
+                               "concatenated file)." % (where, len(data) - header["data_bytes"]))
+    tensors = {}
+    for entry in header["tensors"]:
+        name = entry["name"]
+        start, nbytes = entry["offset"], entry["nbytes"]
+        chunk = data[start:start + nbytes]
+        if len(chunk) != nbytes:
+            raise WeightsFileError(
+                "%s is truncated: tensor %r needs bytes %d..%d of the data section but the "
+                "file ends after %d." % (where, name, start, start + nbytes, len(data)))
+        padding = data[start + nbytes:start + nbytes + _pad(nbytes)]
+        if padding.strip(b"\0"):
+            raise WeightsFileError("%s is corrupt: the padding after tensor %r is not zero."
+                                   % (where, name))
+        if hashlib.sha256(chunk).hexdigest() != entry["sha256"]:
+            raise WeightsFileError("%s is corrupt: the checksum of tensor %r does not match "
+                                   "(sha256 %s expected)." % (where, name, entry["sha256"]))
+        dtype = _numpy_dtype(entry["dtype"], "%s, tensor %r" % (where, name))
+        shape = tuple(entry["shape"])
+        expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if expected != nbytes:
+            raise WeightsFileError("%s is corrupt: tensor %r of shape %s and dtype %s should "
+                                   "take %d bytes, the header says %d."
+                                   % (where, name, shape, entry["dtype"], expected, nbytes))
+        array = np.frombuffer(chunk, dtype=dtype).reshape(shape)
+        tensors[name] = array.astype(array.dtype.newbyteorder("="), copy=True)
+    if len(data) != header["data_bytes"]:
+        raise WeightsFileError("%s is truncated: %d data bytes expected, %d present."
+                               % (where, header["data_bytes"], len(data)))
+    return tensors, header.get("metadata", {})
+
+
+def write_file(path, named_arrays, metadata=None):
+    """Writes the format to ``path`` atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda f: write_stream(f, named_arrays, metadata))
+
+
+def read_file(path):
+    """Reads and verifies ``path``; returns ``(tensors, metadata)``.
+
+    Raises:
+        FileNotFoundError: If the file does not exist.
+        WeightsFileError: If it is not a valid weights file.
+    """
+    with open(path, "rb") as f:
+        return read_stream(f, where=os.fspath(path))
+
+
+def read_bytes(data, where):
+    """:func:`read_stream` over bytes in memory."""
+    return read_stream(io.BytesIO(data), where=where)
+
+
+def atomic_write(path, write):
+    """Calls ``write(file)`` on a temporary file next to ``path`` then moves it into place.
+
+    The temporary file is flushed and fsynced before ``os.replace``, and the directory is
+    fsynced after, so the rename is durable. If ``write`` raises, the temporary file is
+    removed and ``path`` is left as it was.
+
+    Args:
+        path: The destination.
+        write: A function of a binary file object.
+
+    Example:
+        >>> import os, tempfile
+        >>> from eagerflow.keras.models.weights_format import atomic_write
+        >>> p = os.path.join(tempfile.mkdtemp(), "x.txt")
+        >>> atomic_write(p, lambda f: f.write(b"hello"))
+        >>> open(p, "rb").read()
+        b'hello'
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                               dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory):
+    if not hasattr(os, "O_DIRECTORY"):
+        return  # Windows: directories cannot be opened for fsync
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

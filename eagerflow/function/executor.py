@@ -8,6 +8,8 @@ tensors are wrapped only at the boundary.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from eagerflow import errors
@@ -17,6 +19,11 @@ from eagerflow.ops import dispatch
 from eagerflow.tensor import wrap
 
 __all__ = ["Executor"]
+
+# Set by eagerflow.profiler and eagerflow.summary.trace_on: called as
+# observer(executor, args, captures) instead of the generated code (to time each step or to
+# collect the graphs that run). None costs one global lookup per function call.
+observer = None
 
 
 def _node_device(node):
@@ -74,6 +81,12 @@ class Executor:
                 template[outs[0]] = device.backend.asarray(value) if device.backend_index \
                     else value
                 continue
+            # An assignment may take over its value's buffer when nothing reads it afterwards
+            # and it was computed here (not an argument, constant or another variable).
+            self._owns_input = bool(
+                node.op == "AssignVariableOp" and node.inputs
+                and slots[(node.inputs[0][0].id, node.inputs[0][1])] in frees[k]
+                and node.inputs[0][0].op not in ("Placeholder", "Const", "ReadVariableOp"))
             fn = self._step_function(node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
             # kind: 1 = one output, 0 = none, 2 = several
@@ -179,7 +192,7 @@ class Executor:
             return lambda _v=var: _v._value
         if op in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
             var = variables[node.attrs["variable"]]
-            return _assign_step(var, op)
+            return _assign_step(var, op, getattr(self, "_owns_input", False))
         if op == "Print":
             return _print_step(node)
         factory = BUILTIN_STEPS.get(op)
@@ -194,6 +207,8 @@ class Executor:
         Raises:
             The eagerflow error of the failing node, naming the user's line that created it.
         """
+        if observer is not None:
+            return observer(self, args, captures)
         return self._run(args, captures)
 
     def run_interpreted(self, args, captures):
@@ -222,16 +237,42 @@ class Executor:
         return [vals[s] for s in self.output_slots]
 
 
-def _assign_step(var, op):
+def _assign_step(var, op, owns_input=False):
+    """The step of an Assign*VariableOp node.
+
+    Variables replace their array on assignment so that tensors read earlier keep their
+    values. When nothing else can see the current array (its reference count shows only
+    the variable holding it, and it is not a view), add/sub update it in place instead,
+    and a plain assignment of a freshly computed value takes the value's buffer: training
+    steps then allocate nothing per variable. This relies on CPython reference counts.
+    """
+    backend = var._device.backend
+    ndarray = backend.ndarray
+
+    def private(arr, expected):
+        return (arr.__class__ is ndarray and arr.base is None and arr.flags.writeable
+                and sys.getrefcount(arr) <= expected)
+
     if op == "AssignVariableOp":
         def assign(value):
-            var._write(var._device.backend.array(value, copy=True))
-    elif op == "AssignAddVariableOp":
-        def assign(value):
-            var._write(var._device.backend.asarray(var._value + value, dtype=var._value.dtype))
+            arr = var._value
+            if owns_input and value.__class__ is ndarray and value.base is None and \
+                    value.dtype == arr.dtype and value.shape == arr.shape and \
+                    value.flags.writeable:
+                var._write(value)
+            elif private(arr, 3) and value.shape == arr.shape:
+                backend.copyto(arr, value, casting="same_kind")
+            else:
+                var._write(backend.array(value, copy=True))
     else:
+        ufunc = backend.add if op == "AssignAddVariableOp" else backend.subtract
+
         def assign(value):
-            var._write(var._device.backend.asarray(var._value - value, dtype=var._value.dtype))
+            arr = var._value
+            if private(arr, 3) and backend.shape(value) in ((), arr.shape):
+                ufunc(arr, value, out=arr, casting="same_kind")
+            else:
+                var._write(backend.asarray(ufunc(arr, value), dtype=arr.dtype))
     return assign
 
 

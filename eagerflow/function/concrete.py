@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from eagerflow import errors, nest
 from eagerflow.framework import context
-from eagerflow.function.executor import Executor
 from eagerflow.function.graph import Graph
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.tensor import Tensor, wrap
@@ -81,8 +80,10 @@ class ConcreteFunction:
     def executor(self):
         if self._executor is None:
             from eagerflow.function import passes
+            from eagerflow.function.multi_device import make_executor
 
-            self._executor = Executor(passes.optimize(self.graph))
+            # A graph placed on several devices runs partitioned; one device: Executor.
+            self._executor = make_executor(passes.optimize(self.graph))
         return self._executor
 
     # -- calling ----------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 
-from eagerflow.function.executor import Executor
 from eagerflow.function.graph import Graph, Node
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.function.tracer import tracing
@@ -113,8 +112,11 @@ def build(concrete):
     del graph.nodes[forward_count:]
     from eagerflow.function.passes import optimize
 
-    return GradientPair(Executor(optimize(fwd)), _BackwardRunner(Executor(optimize(bwd)),
-                                                                 grad_slots),
+    from eagerflow.function.multi_device import make_executor
+
+    # Placed and partitioned like any graph (several devices -> Send/Recv both ways).
+    return GradientPair(make_executor(optimize(fwd)),
+                        _BackwardRunner(make_executor(optimize(bwd)), grad_slots),
                         variables, float_outputs)
 
 

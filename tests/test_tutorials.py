@@ -33,7 +33,7 @@ QUICKSTART_TIMEOUT_S = 600
 DOCTEST_TIMEOUT_S = 300
 
 # Packages whose docstrings other work is still changing, or that are not API (benchmarks).
-DOCTEST_EXCLUDED = ("eagerflow.benchmarks", "eagerflow.keras")
+DOCTEST_EXCLUDED = ("eagerflow.benchmarks",)
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 

@@ -12,10 +12,10 @@ Example:
     >>> from eagerflow import keras
     >>> a, b = keras.Input((3,), name="a"), keras.Input((3,), name="b")
     >>> shared = keras.layers.Dense(2, name="shared")
-    >>> merged = keras.layers.Add()([shared(a), shared(b)])
+    >>> merged = keras.layers.Add(name="sum")([shared(a), shared(b)])
     >>> model = keras.Model([a, b], merged)
     >>> [layer.name for layer in model.layers]
-    ['a', 'b', 'shared', 'add']
+    ['a', 'b', 'shared', 'sum']
     >>> model([np.ones((1, 3)), np.ones((1, 3))]).shape
     TensorShape([1, 2])
 """

@@ -70,10 +70,12 @@ class _ThreadState(threading.local):
     tapes = ()  # active GradientTapes, innermost last
     trace = None  # the tracing hook, called instead of kernels while a function is traced
     name_scope = ""
+    profiling = False  # set by eagerflow.profiler: every op takes the slow path to be timed
 
     def refresh(self):
         # Tapes do not make the path slow: dispatch checks input ids after the kernel runs.
-        self.slow = bool(self.device_spec is not None or self.trace is not None)
+        self.slow = bool(self.device_spec is not None or self.trace is not None
+                         or self.profiling)
 
 
 state = _ThreadState()

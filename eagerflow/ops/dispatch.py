@@ -34,6 +34,11 @@ _EMPTY = {}
 # of an op may be watched. Defined low, implemented high, so ops never import the tape.
 _tape_recorder = None
 
+# Set by eagerflow.profiler while it records: called as profiler(prim, args, attrs, run) and
+# returns run(prim, args, attrs). The profiler also sets ``state.profiling``, which makes
+# ``state.slow`` true, so the fast path costs nothing more and every op comes here.
+_profiler = None
+
 
 def set_tape_recorder(fn):
     global _tape_recorder
@@ -150,6 +155,13 @@ def _execute_general(prim, args, attrs):
     st = _state
     if st.trace is not None:
         return st.trace(prim, args, attrs)
+    if _profiler is not None:
+        return _profiler(prim, args, attrs, _execute_eager)
+    return _execute_eager(prim, args, attrs)
+
+
+def _execute_eager(prim, args, attrs):
+    st = _state
     for a in args:
         if a.__class__ is not Tensor:
             inputs = _convert_inputs(prim, args)

@@ -19,4 +19,13 @@ from eagerflow.keras.callbacks.progbar_logger import ProgbarLogger  # noqa: F401
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "ModelCheckpoint",
            "EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "CSVLogger",
-           "TerminateOnNaN", "LambdaCallback"]
+           "TerminateOnNaN", "LambdaCallback", "TensorBoard"]
+
+
+def __getattr__(name):
+    # The TensorBoard callback lives with the summary writer; load it only when asked for.
+    if name == "TensorBoard":
+        from eagerflow.summary.keras_callback import TensorBoard
+
+        return TensorBoard
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -250,6 +250,25 @@ class _SignatureMap(collections.abc.Mapping):
         return "_SignatureMap(%s)" % sorted(self._signatures)
 
 
+def _interrupted_replacement(export_dir):
+    """The previous export when a save that replaced ``export_dir`` died mid-swap, else None.
+
+    Replacing an export renames the old directory aside (``.<name>.old-<hex>``) and then the
+    new one into place; a process killed between the two renames leaves only the old one.
+    """
+    parent = os.path.dirname(os.path.abspath(export_dir))
+    prefix = ".%s.old-" % os.path.basename(os.path.normpath(export_dir))
+    try:
+        names = sorted(n for n in os.listdir(parent) if n.startswith(prefix))
+    except OSError:
+        return None
+    candidates = [os.path.join(parent, n) for n in names]
+    candidates = [c for c in candidates if os.path.isdir(c)]
+    if not candidates:
+        return None
+    return max(candidates, key=os.path.getmtime)
+
+
 def load(export_dir, tags=None, options=None):
     """Loads a SavedModel written by :func:`save`; needs no Python class of the model.
 
@@ -294,8 +313,11 @@ def load(export_dir, tags=None, options=None):
 
     export_dir = os.fspath(export_dir)
     if not os.path.isdir(export_dir):
-        raise errors.NotFoundError(None, None, "SavedModel directory %s does not exist."
-                                   % export_dir)
+        previous = _interrupted_replacement(export_dir)
+        if previous is None:
+            raise errors.NotFoundError(None, None, "SavedModel directory %s does not exist."
+                                       % export_dir)
+        export_dir = previous
     _format.verify_manifest(export_dir)
     model = _format.read_model(export_dir)
     pb_path = os.path.join(export_dir, _format.SAVED_MODEL_FILENAME)

@@ -214,6 +214,9 @@ def _corrupt(path, name, how):
     elif how == "flip":
         data[len(data) // 2] ^= 0x40
         f.write_bytes(bytes(data))
+    elif how == "flip_last":
+        data[-1] ^= 0x40
+        f.write_bytes(bytes(data))
     else:
         f.unlink()
 
@@ -221,9 +224,9 @@ def _corrupt(path, name, how):
 @pytest.mark.parametrize("name,how,error,pattern", [
     ("saved_model.pb", "truncate", errors.DataLossError, "saved_model.pb.*truncated"),
     ("saved_model.pb", "flip", errors.DataLossError, "saved_model.pb.*checksum"),
-    ("variables/variables.data", "delete", errors.NotFoundError, "variables.data.*missing"),
-    ("variables/variables.data", "flip", errors.DataLossError, "variables.data.*checksum"),
-    ("variables/variables.index", "truncate", errors.DataLossError, "variables.index"),
+    ("variables/variables.bundle", "delete", errors.NotFoundError, "variables.bundle.*missing"),
+    ("variables/variables.bundle", "flip", errors.DataLossError, "variables.bundle.*checksum"),
+    ("variables/variables.bundle", "truncate", errors.DataLossError, "variables.bundle"),
     ("fingerprint.pb", "delete", errors.NotFoundError, "fingerprint.pb.*missing"),
 ])
 def test_corrupted_files_raise_clear_errors(saved, name, how, error, pattern):
@@ -236,9 +239,10 @@ def test_corrupted_files_raise_clear_errors(saved, name, how, error, pattern):
 def test_variable_reader_names_the_tensor(saved):
     """Past the manifest (rewritten to match), the reader's own checks name the tensor."""
     _, path = saved
-    _corrupt(path, "variables/variables.data", "flip")
+    _corrupt(path, "variables/variables.bundle", "flip_last")  # the last tensor's last byte
     _format.write_manifest(str(path))
-    with pytest.raises(errors.DataLossError, match=r"variables.data \(tensor '\w+'\).*checksum"):
+    with pytest.raises(errors.DataLossError,
+                       match=r"variables\.bundle: tensor '\w+' fails its sha256 checksum"):
         ef.saved_model.load(str(path))
 
 
@@ -257,8 +261,8 @@ class _Boom:
         return (os.system, ("touch %s" % os.environ.get("EF_PICKLE_MARKER", "/nonexistent"),))
 
 
-@pytest.mark.parametrize("name", ["saved_model.pb", "variables/variables.index",
-                                  "variables/variables.data", "fingerprint.pb"])
+@pytest.mark.parametrize("name", ["saved_model.pb", "variables/variables.bundle",
+                                  "fingerprint.pb"])
 def test_pickle_payload_is_never_unpickled(saved, tmp_path, monkeypatch, name):
     _, path = saved
     marker = tmp_path / "pwned"

@@ -161,7 +161,13 @@ class RNN(Layer):
                     self._state_variables = [ef.Variable(z, trainable=False, name="state")
                                              for z in zeros]
             return [v.read_value() for v in self._state_variables]
-        return self.cell.get_initial_state(batch_size=batch, dtype=inputs.dtype)
+        if isinstance(batch, int):
+            return self.cell.get_initial_state(batch_size=batch, dtype=inputs.dtype)
+        # A batch known only at run time (a traced function with a None batch dimension):
+        # op shape attributes must be static, so broadcast one zero row over a (batch, 1)
+        # column of zeros taken from the inputs.
+        column = ef.zeros_like(inputs[:, 0, :1])
+        return [column + z for z in self.cell.get_initial_state(batch_size=1, dtype=inputs.dtype)]
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
         if isinstance(mask, (list, tuple)):

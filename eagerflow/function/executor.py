@@ -87,6 +87,14 @@ class Executor:
                 node.op == "AssignVariableOp" and node.inputs
                 and slots[(node.inputs[0][0].id, node.inputs[0][1])] in frees[k]
                 and node.inputs[0][0].op not in ("Placeholder", "Const", "ReadVariableOp"))
+            # Inputs whose buffer this step may reuse: computed here (not an argument,
+            # constant or variable), read for the last time, and passed once. The step
+            # still checks at run time that nothing else holds the array.
+            input_slots = [slots[(src.id, idx)] for src, idx in node.inputs]
+            self._donatable = tuple(
+                p for p, (src, _) in enumerate(node.inputs)
+                if input_slots[p] in frees[k] and input_slots.count(input_slots[p]) == 1
+                and src.op not in ("Placeholder", "Const", "ReadVariableOp"))
             fn = self._step_function(node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
             # kind: 1 = one output, 0 = none, 2 = several

@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import struct
@@ -47,7 +48,7 @@ from eagerflow import errors
 from eagerflow.io import atomic
 
 __all__ = ["FORMAT", "VERSION", "MAGIC", "TensorEntry", "BundleReader", "write", "read",
-           "is_bundle"]
+           "write_stream", "write_bytes", "is_bundle"]
 
 FORMAT = "eagerflow.bundle"
 VERSION = 1
@@ -137,6 +138,58 @@ def write(path, tensors, metadata=None):
         [1.0, 1.0]
     """
     path = os.fspath(path)
+    with atomic.atomic_open(path, "wb") as f:
+        write_stream(f, tensors, metadata, name=path)
+    return path
+
+
+def write_stream(stream, tensors, metadata=None, name="<stream>"):
+    """Writes a bundle to the writable binary ``stream`` (e.g. a file or ``io.BytesIO``).
+
+    Use this to put a bundle inside a container (a zip member, a socket); for files on disk
+    use :func:`write`, which also makes the write atomic.
+
+    Args:
+        stream: A writable binary file object, positioned where the bundle should start.
+        tensors: As in :func:`write`.
+        metadata: As in :func:`write`.
+        name: What error messages call the destination.
+
+    Raises:
+        InvalidArgumentError, TypeError: As :func:`write` (raised before anything is written).
+
+    Example:
+        >>> import io
+        >>> import numpy as np
+        >>> from eagerflow.io import bundle
+        >>> buf = io.BytesIO()
+        >>> bundle.write_stream(buf, {"x": np.ones(2)})
+        >>> buf.getvalue()[:8]
+        b'EFBUNDLE'
+    """
+    # Encoding everything first means a bad key or dtype never leaves a partial stream.
+    for chunk in _encode(name, tensors, metadata):
+        stream.write(chunk)
+
+
+def write_bytes(tensors, metadata=None, name="<bytes>"):
+    """The bytes of a bundle holding ``tensors`` (see :func:`write`).
+
+    Raises:
+        InvalidArgumentError, TypeError: As :func:`write`.
+
+    Example:
+        >>> import numpy as np
+        >>> from eagerflow.io import bundle
+        >>> data = bundle.write_bytes({"x": np.arange(2.0)})
+        >>> bundle.BundleReader("<bytes>", data=data).read("x").tolist()
+        [0.0, 1.0]
+    """
+    return b"".join(bytes(chunk) for chunk in _encode(name, tensors, metadata))
+
+
+def _encode(path, tensors, metadata):
+    """The bundle as a list of byte chunks (header, padding, tensor bytes)."""
     items = list(tensors.items()) if isinstance(tensors, dict) else list(tensors)
     entries, payloads, seen, offset = [], [], set(), 0
     for key, value in items:
@@ -162,16 +215,13 @@ def write(path, tensors, metadata=None):
     prefix = _PREFIX.pack(MAGIC, len(header), hashlib.sha256(header).digest())
     head_len = _PREFIX.size + len(header)
     data_start = _aligned(head_len)
-    with atomic.atomic_open(path, "wb") as f:
-        f.write(prefix)
-        f.write(header)
-        f.write(b"\0" * (data_start - head_len))
-        position = 0
-        for start, raw in payloads:
-            f.write(b"\0" * (start - position))
-            f.write(raw.data)
-            position = start + raw.size
-    return path
+    chunks = [prefix, header, b"\0" * (data_start - head_len)]
+    position = 0
+    for start, raw in payloads:
+        chunks.append(b"\0" * (start - position))
+        chunks.append(raw.data)
+        position = start + raw.size
+    return chunks
 
 
 def is_bundle(path):
@@ -200,10 +250,12 @@ class BundleReader:
     verified against its recorded size and sha256.
 
     Args:
-        path: The bundle file.
+        path: The bundle file; with ``data``, only the name error messages use.
+        data: Optional bytes of a bundle held in memory (e.g. a zip member, or the
+            output of :func:`write_bytes`); then no file is opened.
 
     Raises:
-        NotFoundError: If ``path`` does not exist.
+        NotFoundError: If ``path`` does not exist (and no ``data`` is given).
         DataLossError: If the file is not a bundle, or its header is corrupt or truncated.
         FailedPreconditionError: If it was written in an unknown format version.
 
@@ -216,11 +268,12 @@ class BundleReader:
         (2, 3)
     """
 
-    def __init__(self, path):
+    def __init__(self, path, data=None):
         self.path = os.fspath(path)
+        self._data = None if data is None else bytes(data)
         try:
-            size = os.path.getsize(self.path)
-            with open(self.path, "rb") as f:
+            size = os.path.getsize(self.path) if self._data is None else len(self._data)
+            with self._open() as f:
                 prefix = f.read(_PREFIX.size)
                 if len(prefix) < _PREFIX.size or prefix[:len(MAGIC)] != MAGIC:
                     raise _loss(self.path, "it does not start with the eagerflow bundle "
@@ -264,6 +317,11 @@ class BundleReader:
             if entry.key in self._entries:
                 raise _loss(self.path, "tensor %r appears twice" % entry.key)
             self._entries[entry.key] = entry
+
+    def _open(self):
+        if self._data is not None:
+            return io.BytesIO(self._data)
+        return open(self.path, "rb")
 
     def _parse_entry(self, raw, data_length):
         key = raw.get("key") if isinstance(raw, dict) else None
@@ -339,7 +397,7 @@ class BundleReader:
                 None, None, "Tensor %r in %s has shape %s, but shape %s was expected."
                 % (key, self.path, list(entry.shape), list(shape)))
         try:
-            with open(self.path, "rb") as f:
+            with self._open() as f:
                 f.seek(self._data_start + entry.offset)
                 data = f.read(entry.length)
         except FileNotFoundError:

@@ -3,16 +3,17 @@
 A SavedModel directory holds::
 
     saved_model.pb              SavedModelFile: format tag + SavedModel message + CRC-32
-    variables/variables.index   VariableIndex: key, dtype, shape, offset, length, CRC-32
-    variables/variables.data    the variable values, raw little-endian bytes back to back
+    variables/variables.bundle  the variable values: an ``eagerflow.io.bundle`` tensor bundle
+                                (per tensor: dtype, shape, raw little-endian bytes, SHA-256)
     fingerprint.pb              Manifest: format version + size and SHA-256 of every file
 
 Everything is protobuf or raw bytes, so reading a directory from a stranger runs no code.
 Every reader checks what it reads and raises an ``eagerflow.errors`` exception naming the
 file (and the tensor) on truncated, corrupted or mismatched data.
 
-Variable values go through :func:`_write_variables` / :func:`_read_variables` only, so moving
-to the project-wide tensor bundle format is a change of these two functions.
+Variable values go through :func:`_write_variables` / :func:`_read_variables` only, in the
+project-wide tensor bundle format (``eagerflow.io.bundle``), the same as checkpoints and
+Keras weights.
 """
 
 from __future__ import annotations
@@ -21,18 +22,17 @@ import hashlib
 import os
 import zlib
 
-import numpy as np
 
 from eagerflow import errors
 
 SAVED_MODEL_FILENAME = "saved_model.pb"
 FINGERPRINT_FILENAME = "fingerprint.pb"
 VARIABLES_DIRECTORY = "variables"
-VARIABLES_INDEX = "variables.index"
-VARIABLES_DATA = "variables.data"
+VARIABLES_BUNDLE = "variables.bundle"
+# The one file holding variable values (the name error messages point at).
+VARIABLES_DATA = VARIABLES_BUNDLE
 MODEL_FORMAT = "eagerflow.SavedModel"
 MANIFEST_FORMAT = "eagerflow.SavedModelManifest"
-INDEX_FORMAT = "eagerflow.VariableIndex"
 # Bump FORMAT_VERSION when the meaning of stored data changes; raise MIN_CONSUMER only when
 # older readers would misread the new data.
 FORMAT_VERSION = 1
@@ -120,66 +120,30 @@ def read_model(export_dir):
 
 
 # -- variables ------------------------------------------------------------------------------
-def _write_variables(directory, values):
-    """Writes ``{key: numpy array}`` under ``directory/variables/`` (files fsynced)."""
-    from eagerflow import dtypes as dtypes_lib
+def _variables_path(directory):
+    return os.path.join(directory, VARIABLES_DIRECTORY, VARIABLES_BUNDLE)
 
-    folder = os.path.join(directory, VARIABLES_DIRECTORY)
-    os.makedirs(folder, exist_ok=True)
-    index = pb().VariableIndex(format=INDEX_FORMAT)
-    offset = 0
-    with open(os.path.join(folder, VARIABLES_DATA), "wb") as f:
-        for key, array in values.items():
-            array = np.asarray(array)
-            little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-            data = np.ascontiguousarray(little).tobytes()
-            entry = index.entry.add(key=key, offset=offset, length=len(data),
-                                    crc32=zlib.crc32(data) & 0xFFFFFFFF)
-            entry.dtype = dtypes_lib.as_dtype(array.dtype).as_datatype_enum
-            entry.shape.dim.extend(array.shape)
-            f.write(data)
-            offset += len(data)
-        fsync_file(f)
-    with open(os.path.join(folder, VARIABLES_INDEX), "wb") as f:
-        f.write(index.SerializeToString(deterministic=True))
-        fsync_file(f)
+
+def _write_variables(directory, values):
+    """Writes ``{key: numpy array}`` to ``directory/variables/variables.bundle``.
+
+    The file is an ``eagerflow.io.bundle`` tensor bundle, written atomically and fsynced.
+    """
+    from eagerflow.io import bundle
+
+    os.makedirs(os.path.join(directory, VARIABLES_DIRECTORY), exist_ok=True)
+    bundle.write(_variables_path(directory), values, metadata={"kind": "SavedModel variables"})
 
 
 def _read_variables(directory):
-    """Reads the ``{key: numpy array}`` written by :func:`_write_variables`."""
-    from eagerflow.function.serialize import _decode_dtype
+    """Reads the ``{key: numpy array}`` written by :func:`_write_variables`.
 
-    folder = os.path.join(directory, VARIABLES_DIRECTORY)
-    index_path = os.path.join(folder, VARIABLES_INDEX)
-    data_path = os.path.join(folder, VARIABLES_DATA)
-    index = parse(pb().VariableIndex(), read_bytes(index_path), index_path,
-                  "a variable index")
-    if index.format != INDEX_FORMAT:
-        raise data_loss(index_path, "not a variable index (format tag %r)"
-                        % index.format[:40])
-    data = read_bytes(data_path)
-    out = {}
-    for entry in index.entry:
-        where = "%s (tensor %r)" % (data_path, entry.key)
-        try:
-            dtype = _decode_dtype(entry.dtype)
-        except Exception:  # noqa: BLE001 - DataLossError from the graph decoder
-            raise data_loss(where, "unknown dtype enum %d" % entry.dtype) from None
-        shape = tuple(int(d) for d in entry.shape.dim)
-        np_dtype = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
-        expected = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
-        end = entry.offset + entry.length
-        if entry.length != expected or entry.offset < 0 or end > len(data):
-            raise data_loss(where, "the tensor (%s%s, %d bytes at offset %d) does not fit the "
-                            "%d-byte data file: truncated or mismatched"
-                            % (dtype.name, list(shape), entry.length, entry.offset,
-                               len(data)))
-        chunk = data[entry.offset:end]
-        if zlib.crc32(chunk) & 0xFFFFFFFF != entry.crc32:
-            raise data_loss(where, "checksum mismatch: the tensor's bytes are corrupted")
-        array = np.frombuffer(chunk, dtype=np_dtype).reshape(shape)
-        out[entry.key] = array.astype(np_dtype.newbyteorder("="), copy=True)
-    return out
+    Every tensor's size and checksum is verified; failures raise ``DataLossError`` (or
+    ``NotFoundError``) naming the file and the tensor.
+    """
+    from eagerflow.io import bundle
+
+    return bundle.BundleReader(_variables_path(directory)).read_all()
 
 
 # -- manifest -------------------------------------------------------------------------------

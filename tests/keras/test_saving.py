@@ -12,7 +12,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from eagerflow import keras
+from eagerflow import errors, keras
+from eagerflow.io import bundle
 from eagerflow.keras.models import saving as saving_lib
 from eagerflow.keras.models import weights_format as wf
 
@@ -104,34 +105,68 @@ def test_load_weights_rejects_wrong_shapes_and_structures(tmp_path):
         unbuilt.load_weights(path)
 
 
+def test_weights_files_are_tensor_bundles(tmp_path):
+    path = str(tmp_path / "m.weights.h5")
+    model = small_model()
+    model.save_weights(path)
+    assert bundle.is_bundle(path)
+    reader = bundle.BundleReader(path)
+    assert reader.keys() == [k for k, _ in saving_lib.weight_entries(model)]
+    assert reader.metadata == {"model": model.name, "class_name": "Sequential"}
+    np.testing.assert_array_equal(reader.read("dense/vars/0", dtype="float32", shape=(3, 4)),
+                                  model.get_weights()[0])
+
+
+def test_legacy_weights_files_still_load(tmp_path):
+    model = small_model()
+    path = str(tmp_path / "old.weights.h5")
+    wf.write_file(path, [(k, np.asarray(v.numpy()))
+                         for k, v in saving_lib.weight_entries(model)])
+    fresh = small_model(seed=4)
+    fresh.load_weights(path)
+    for a, b in zip(model.get_weights(), fresh.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_truncated_and_corrupt_files_name_file_and_tensor(tmp_path):
     path = tmp_path / "m.weights.h5"
     small_model().save_weights(str(path))
     raw = path.read_bytes()
     cut = tmp_path / "cut.weights.h5"
     cut.write_bytes(raw[:-100])
-    with pytest.raises(wf.WeightsFileError, match=r"cut\.weights\.h5 is truncated.*dense_1"):
+    with pytest.raises(errors.DataLossError, match=r"cut\.weights\.h5.*truncated"):
         small_model().load_weights(str(cut))
     head = tmp_path / "head.weights.h5"
-    head.write_bytes(raw[:40])
-    with pytest.raises(wf.WeightsFileError, match="header"):
+    head.write_bytes(raw[:100])  # the header cut short
+    with pytest.raises(errors.DataLossError, match=r"head\.weights\.h5.*header"):
         small_model().load_weights(str(head))
     flipped = bytearray(raw)
-    flipped[-64] ^= 0xFF  # the first byte of the last tensor (each starts on 64 bytes)
+    flipped[-1] ^= 0xFF  # the last byte of the last tensor (no padding after it)
     bad = tmp_path / "bad.weights.h5"
     bad.write_bytes(bytes(flipped))
-    with pytest.raises(wf.WeightsFileError,
-                       match=r"bad\.weights\.h5 is corrupt.*checksum of tensor 'dense_1/vars/1'"):
-        small_model().load_weights(str(bad))
-    flipped = bytearray(raw)
-    flipped[-8] ^= 0xFF  # padding
-    bad.write_bytes(bytes(flipped))
-    with pytest.raises(wf.WeightsFileError, match="padding"):
+    with pytest.raises(errors.DataLossError,
+                       match=r"bad\.weights\.h5: tensor 'dense_1/vars/1' fails its sha256"):
         small_model().load_weights(str(bad))
     other = tmp_path / "other.h5"
     other.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
-    with pytest.raises(wf.WeightsFileError, match="not an eagerflow weights file"):
+    with pytest.raises(errors.DataLossError, match=r"other\.h5.*bundle magic"):
         small_model().load_weights(str(other))
+    model = small_model()
+    keras_path = tmp_path / "m.keras"
+    model.save(str(keras_path))
+    with zipfile.ZipFile(keras_path) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    weights = bytearray(members["model.weights"])
+    weights[-1] ^= 0xFF
+    members["model.weights"] = bytes(weights)
+    with zipfile.ZipFile(keras_path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(errors.DataLossError,
+                       match=r"m\.keras \(model\.weights\): tensor '.*' fails its sha256"):
+        keras.models.load_model(str(keras_path))
+    with pytest.raises(errors.DataLossError, match=r"m\.keras \(model\.weights\)"):
+        small_model().load_weights(str(keras_path))
 
 
 def test_a_crash_mid_write_keeps_the_previous_file(tmp_path, monkeypatch):
@@ -139,18 +174,20 @@ def test_a_crash_mid_write_keeps_the_previous_file(tmp_path, monkeypatch):
     model = small_model()
     model.save_weights(path)
     before = open(path, "rb").read()
+    real_replace = os.replace
 
-    def failing(stream, named_arrays, metadata=None):
-        stream.write(wf.MAGIC + b"\0" * 1000)  # part of a file, then the "crash"
+    def failing(src, dst):
+        with open(src, "rb") as f:
+            assert f.read(8)[:4] in (bundle.MAGIC[:4], b"PK\x03\x04")  # the new file
         raise OSError("disk full")
 
-    monkeypatch.setattr(wf, "write_stream", failing)
+    monkeypatch.setattr(os, "replace", failing)
     changed = small_model(seed=5)
     with pytest.raises(OSError, match="disk full"):
         changed.save_weights(path)
     with pytest.raises(OSError, match="disk full"):
         changed.save(str(tmp_path / "model.keras"))
-    monkeypatch.undo()
+    monkeypatch.setattr(os, "replace", real_replace)
     assert open(path, "rb").read() == before
     assert sorted(os.listdir(tmp_path)) == ["m.weights.h5"]  # no temporary files left
     fresh = small_model(seed=9)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import sys
 import weakref
 
 import numpy as np
@@ -32,6 +33,8 @@ from eagerflow import errors
 from eagerflow.ops import dispatch, registry
 
 __all__ = ["Program", "fused_step", "cuda_source", "python_source"]
+
+_getrefcount = sys.getrefcount
 
 # Origins of the nodes a fused node replaced, for error messages naming the user's line.
 ORIGINS = weakref.WeakKeyDictionary()
@@ -105,26 +108,56 @@ def prim_arity(prim):
 
 # -- CPU ------------------------------------------------------------------------------------
 
-def python_source(program):
-    """The generated Python for the CPU (``fused``) and the globals it needs."""
+def _private(array):
+    """True when ``array`` owns its memory and only the fused step's caller holds it.
+
+    Four references are the caller's local, the fused function's parameter, this
+    function's parameter and getrefcount's argument (CPython reference counts).
+    """
+    return (array.__class__ is np.ndarray and array.base is None and array.flags.writeable
+            and _getrefcount(array) <= 4)
+
+
+def python_source(program, donatable=()):
+    """The generated Python for the CPU (``fused``) and the globals it needs.
+
+    ``donatable`` lists inputs whose buffer the executor says is read for the last time
+    here and has the output's shape and dtype: the first ufunc sub-op reading one of them
+    writes its result there when, at run time, nothing else holds that array.
+    """
     from eagerflow.backend import numpy_backend
 
-    env = {}
+    env = {"_private": _private}
     params = ["a%d" % k for k in range(program.n_in)]
     names = list(params)
     lines = ["def fused(%s):" % ", ".join(params), "    _s = 0", "    try:"]
+    donated = set()
     for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
         args = [names[r] for r in refs]
         target = program.inplace[j]
-        # Never an input's buffer, whatever a loaded graph's attrs say.
-        form = cpu_ufunc(prim) if target >= program.n_in else None
+        # Never an input's buffer through ``inplace``, whatever a loaded graph's attrs say.
+        form = cpu_ufunc(prim)
+        donor = None
+        if form is not None and target < program.n_in:
+            later = {r for refs_later in program.refs[j + 1:] for r in refs_later}
+            for r in refs:
+                if r in donatable and r not in donated and r not in later and \
+                        program.in_dtypes[r] == program.dtypes[j]:
+                    donor = r
+                    donated.add(r)
+                    break
+            if donor is None:
+                form = None
         if form is not None:
             env["K%d" % j] = form[0]
             for e, extra in enumerate(form[1]):
                 env["C%d_%d" % (j, e)] = extra
                 args.append("C%d_%d" % (j, e))
             # As a keyword: numpy takes a slower path for a positional ``out``.
-            args.append("out=%s" % names[target])
+            if donor is None:
+                args.append("out=%s" % names[target])
+            else:
+                args.append("out=(%s if _private(%s) else None)" % (names[donor], names[donor]))
         else:
             env["K%d" % j] = prim.kernel(numpy_backend)
             for key, value in program.attrs[j].items():
@@ -139,8 +172,16 @@ def python_source(program):
     return "\n".join(lines) + "\n", env
 
 
-def _build_cpu(program, node, device):
-    source, env = python_source(program)
+def _build_cpu(program, node, device, donatable=()):
+    out_aval = node.avals[0]
+    ok = []
+    for p in donatable:
+        src, idx = node.inputs[p]
+        aval = src.avals[idx]
+        if aval.shape is not None and None not in aval.shape and \
+                aval.shape == out_aval.shape and aval.dtype is out_aval.dtype:
+            ok.append(p)
+    source, env = python_source(program, tuple(ok))
     env["_fail"] = _failure(program, node, device)
     exec(compile(source, "<fused %s>" % node.name, "exec"), env)  # noqa: S102 - generated
     fn = env["fused"]
@@ -313,4 +354,4 @@ def fused_step(node, device, executor):
         raise errors.InternalError(None, node.op, "empty fused program in node %s" % node.name)
     if device.backend_index:
         return _build_gpu(program, node, device)
-    return _build_cpu(program, node, device)
+    return _build_cpu(program, node, device, getattr(executor, "_donatable", ()))

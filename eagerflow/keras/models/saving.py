@@ -10,8 +10,14 @@ A ``.keras`` file is a zip (stored, not compressed) of:
 
 - ``metadata.json``: format name and version;
 - ``config.json``: the model's class, ``get_config()``, build and compile configs;
-- ``model.weights``: the weights (``weights_format``), optimizer variables included
-  under ``optimizer/vars/<i>``.
+- ``model.weights``: the weights as an ``eagerflow.io.bundle`` tensor bundle (the format
+  of checkpoints and SavedModel variables), optimizer variables included under
+  ``optimizer/vars/<i>``.
+
+``save_weights`` writes the same bundle as a file on its own. Bundles hold raw tensor bytes
+with each tensor's dtype, shape and SHA-256 and a format version; every write is atomic
+(``eagerflow.io.atomic``). ``load_weights`` still reads weights files of the older
+``weights_format`` layout, which is never written any more.
 
 Loading rebuilds the model from configuration: built-in layers by class name, custom ones
 from ``custom_objects`` or the registry (``keras.saving.register_keras_serializable``).
@@ -33,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import warnings
@@ -41,6 +46,8 @@ import zipfile
 
 import numpy as np
 
+from eagerflow.io import atomic
+from eagerflow.io import bundle
 from eagerflow.keras.models import weights_format as wf
 
 __all__ = ["save_weights", "load_weights", "save_model", "load_model", "serialize_model",
@@ -127,11 +134,15 @@ def save_weights(model, filepath, overwrite=True):
     _check_overwrite(filepath, overwrite)
     _require_weights(model, "save")
     entries = [(name, np.asarray(v.numpy())) for name, v in weight_entries(model)]
-    wf.write_file(filepath, entries, {"model": model.name, "class_name": type(model).__name__})
+    bundle.write(filepath, entries, {"model": model.name, "class_name": type(model).__name__})
 
 
 def _read_any(filepath):
-    """Tensors from a weights file or from the weights inside a ``.keras`` zip."""
+    """``(tensors, metadata)`` from a weights file or the weights inside a ``.keras`` zip.
+
+    Every tensor is verified (size, SHA-256) before any is returned; a corrupt or truncated
+    file raises ``DataLossError`` naming the file and the tensor.
+    """
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise FileNotFoundError("No such weights file: %s" % filepath)
@@ -142,8 +153,20 @@ def _read_any(filepath):
             except KeyError:
                 raise wf.WeightsFileError("%s is a zip file without model.weights: not a "
                                           "model saved by eagerflow." % filepath) from None
-        return wf.read_bytes(data, "%s (model.weights)" % filepath)
-    return wf.read_file(filepath)
+        return _read_bundle_bytes(data, "%s (model.weights)" % filepath)
+    with open(filepath, "rb") as f:
+        legacy = f.read(len(wf.MAGIC)) == wf.MAGIC
+    if legacy:  # written by an older eagerflow; still safe to read (no pickle)
+        return wf.read_file(filepath)
+    reader = bundle.BundleReader(filepath)
+    return reader.read_all(), reader.metadata
+
+
+def _read_bundle_bytes(data, where):
+    if data[:len(wf.MAGIC)] == wf.MAGIC:
+        return wf.read_bytes(data, where)
+    reader = bundle.BundleReader(where, data=data)
+    return reader.read_all(), reader.metadata
 
 
 def load_weights(model, filepath, skip_mismatch=False):
@@ -252,18 +275,16 @@ def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
     config_bytes = json.dumps(config, indent=1, default=_json_default).encode("utf-8")
     entries = [(name, np.asarray(v.numpy())) for name, v in weight_entries(model)]
     entries += [(name, np.asarray(v.numpy())) for name, v in _optimizer_entries(model)]
-    buffer = io.BytesIO()
-    wf.write_stream(buffer, entries, {"model": model.name})
+    weights = bundle.write_bytes(entries, {"model": model.name},
+                                 name="%s (model.weights)" % filepath)
     metadata = json.dumps({"format": _KERAS_FORMAT, "version": _KERAS_VERSION,
                            "keras_version": "3.0.0"}).encode("utf-8")
 
-    def write(f):
+    with atomic.atomic_open(filepath, "wb") as f:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as archive:
             archive.writestr("metadata.json", metadata)
             archive.writestr("config.json", config_bytes)
-            archive.writestr("model.weights", buffer.getvalue())
-
-    wf.atomic_write(filepath, write)
+            archive.writestr("model.weights", weights)
 
 
 def _json_default(value):
@@ -320,7 +341,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
                              "config.json or model.weights)." % filepath)
         config = json.loads(archive.read("config.json").decode("utf-8"))
         data = archive.read("model.weights")
-    tensors, _ = wf.read_bytes(data, "%s (model.weights)" % filepath)
+    tensors, _ = _read_bundle_bytes(data, "%s (model.weights)" % filepath)
     model = deserialize_model(config, custom_objects=custom_objects, compile=compile,
                               safe_mode=safe_mode)
     if not model.weights and any(not k.startswith("optimizer/") for k in tensors):

@@ -69,6 +69,7 @@ class Executor:
         for slot, k in last_use.items():
             if slot not in keep:
                 frees[k].append(slot)
+        updates_in_place = _read_modify_write(compute_nodes, slots, frees)
         self.devices = []
         # Constants are placed in their slots once; a run starts from a copy of this list.
         template = [None] * n_slots
@@ -95,6 +96,7 @@ class Executor:
                 p for p, (src, _) in enumerate(node.inputs)
                 if input_slots[p] in frees[k] and input_slots.count(input_slots[p]) == 1
                 and src.op not in ("Placeholder", "Const", "ReadVariableOp"))
+            self._donatable_variables = updates_in_place.get(k, ())
             fn = self._step_function(node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
             # kind: 1 = one output, 0 = none, 2 = several
@@ -243,6 +245,45 @@ class Executor:
                 for slot in frees:
                     vals[slot] = None
         return [vals[s] for s in self.output_slots]
+
+
+def _read_modify_write(nodes, slots, frees):
+    """``{step: input positions}`` where a step may compute a variable's new value in the
+    variable's own buffer: ``v = f(read(v), ...)`` with f an elementwise fused step.
+
+    Safe when the read is that buffer's last use in the graph, f's result goes only to an
+    assignment of the same variable that takes the result's buffer, and no other read of
+    the variable runs in between (it would see the new value early). At run time the step
+    still checks that nothing outside the graph holds the buffer.
+    """
+    consumers = {}
+    for k, node in enumerate(nodes):
+        for src, idx in node.inputs:
+            consumers.setdefault(slots[(src.id, idx)], []).append(k)
+    position = {node.id: k for k, node in enumerate(nodes)}
+    out = {}
+    for k, node in enumerate(nodes):
+        if node.op != "FusedElementwise" or node.num_outputs != 1:
+            continue
+        users = consumers.get(slots[(node.id, 0)], [])
+        if len(users) != 1:
+            continue
+        assign = nodes[users[0]]
+        if assign.op != "AssignVariableOp" or slots[(node.id, 0)] not in frees[users[0]]:
+            continue
+        variable = assign.attrs.get("variable")
+        between = nodes[k + 1:users[0]]
+        if any(n.op == "ReadVariableOp" and n.attrs.get("variable") == variable
+               for n in between):
+            continue
+        positions = []
+        for p, (src, idx) in enumerate(node.inputs):
+            if (src.op == "ReadVariableOp" and src.attrs.get("variable") == variable
+                    and slots[(src.id, idx)] in frees[k] and src.id in position):
+                positions.append(p)
+        if positions:
+            out[k] = tuple(positions[:1])
+    return out
 
 
 def _assign_step(var, op, owns_input=False):

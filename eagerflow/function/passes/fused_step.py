@@ -118,7 +118,13 @@ def _private(array):
             and _getrefcount(array) <= 4)
 
 
-def python_source(program, donatable=()):
+def _private_variable(array):
+    """Like :func:`_private` for a variable's own buffer, which the variable also holds."""
+    return (array.__class__ is np.ndarray and array.base is None and array.flags.writeable
+            and _getrefcount(array) <= 5)
+
+
+def python_source(program, donatable=(), variable_donors=()):
     """The generated Python for the CPU (``fused``) and the globals it needs.
 
     ``donatable`` lists inputs whose buffer the executor says is read for the last time
@@ -127,7 +133,7 @@ def python_source(program, donatable=()):
     """
     from eagerflow.backend import numpy_backend
 
-    env = {"_private": _private}
+    env = {"_private": _private, "_private_variable": _private_variable}
     params = ["a%d" % k for k in range(program.n_in)]
     names = list(params)
     lines = ["def fused(%s):" % ", ".join(params), "    _s = 0", "    try:"]
@@ -141,8 +147,8 @@ def python_source(program, donatable=()):
         if form is not None and target < program.n_in:
             later = {r for refs_later in program.refs[j + 1:] for r in refs_later}
             for r in refs:
-                if r in donatable and r not in donated and r not in later and \
-                        program.in_dtypes[r] == program.dtypes[j]:
+                if (r in donatable or r in variable_donors) and r not in donated and \
+                        r not in later and program.in_dtypes[r] == program.dtypes[j]:
                     donor = r
                     donated.add(r)
                     break
@@ -157,7 +163,9 @@ def python_source(program, donatable=()):
             if donor is None:
                 args.append("out=%s" % names[target])
             else:
-                args.append("out=(%s if _private(%s) else None)" % (names[donor], names[donor]))
+                check = "_private_variable" if donor in variable_donors else "_private"
+                args.append("out=(%s if %s(%s) else None)" % (
+                    names[donor], check, names[donor]))
         else:
             env["K%d" % j] = prim.kernel(numpy_backend)
             for key, value in program.attrs[j].items():
@@ -172,16 +180,18 @@ def python_source(program, donatable=()):
     return "\n".join(lines) + "\n", env
 
 
-def _build_cpu(program, node, device, donatable=()):
+def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     out_aval = node.avals[0]
     ok = []
-    for p in donatable:
+    for p in tuple(donatable) + tuple(variable_donors):
         src, idx = node.inputs[p]
         aval = src.avals[idx]
         if aval.shape is not None and None not in aval.shape and \
                 aval.shape == out_aval.shape and aval.dtype is out_aval.dtype:
             ok.append(p)
-    source, env = python_source(program, tuple(ok))
+    variable_ok = tuple(p for p in ok if p in variable_donors)
+    source, env = python_source(program, tuple(p for p in ok if p not in variable_ok),
+                                variable_ok)
     env["_fail"] = _failure(program, node, device)
     exec(compile(source, "<fused %s>" % node.name, "exec"), env)  # noqa: S102 - generated
     fn = env["fused"]
@@ -354,4 +364,5 @@ def fused_step(node, device, executor):
         raise errors.InternalError(None, node.op, "empty fused program in node %s" % node.name)
     if device.backend_index:
         return _build_gpu(program, node, device)
-    return _build_cpu(program, node, device, getattr(executor, "_donatable", ()))
+    return _build_cpu(program, node, device, getattr(executor, "_donatable", ()),
+                      getattr(executor, "_donatable_variables", ()))

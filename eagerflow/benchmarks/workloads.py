@@ -322,17 +322,17 @@ def _mlp_adam_step(ef):
     return step, ef.constant(xa), ef.constant(la)
 
 
-def _mlp_numpy_step():
-    """The numpy floor: forward, backward and Adam by hand, updating arrays in place."""
-    params, x, labels = _mlp_arrays()
+def _numpy_mlp_adam(params):
+    """``step(x, labels) -> loss``: forward, backward and Adam by hand in numpy, updating
+    ``params`` and the moments in place (the floor the MLP workloads compare against)."""
     ms = [np.zeros_like(p) for p in params]
     vs = [np.zeros_like(p) for p in params]
     state = {"t": 0}
     lr, beta1, beta2, eps = (_ADAM[k] for k in ("lr", "beta1", "beta2", "epsilon"))
-    n = x.shape[0]
-    rows = np.arange(n)
 
-    def step():
+    def step(x, labels):
+        n = x.shape[0]
+        rows = np.arange(n)
         w1, b1, w2, b2, w3, b3 = params
         z1 = x @ w1 + b1
         h1 = np.maximum(z1, 0.0)
@@ -370,6 +370,13 @@ def _mlp_numpy_step():
         return loss
 
     return step
+
+
+def _mlp_numpy_step():
+    """The numpy floor of one MLP Adam step on a fixed batch."""
+    params, x, labels = _mlp_arrays()
+    step = _numpy_mlp_adam(params)
+    return lambda: step(x, labels)
 
 
 def _mlp_torch_step(torch):
@@ -481,50 +488,8 @@ def _fit_keras_model(keras, run_eagerly=False):
 def _fit_numpy_epoch(x, y, batch=128):
     """One shuffled epoch of the MLP with Adam, by hand in numpy (arrays updated in place)."""
     params, _, _ = _mlp_arrays()
-    ms = [np.zeros_like(p) for p in params]
-    vs = [np.zeros_like(p) for p in params]
-    state = {"t": 0}
-    lr, beta1, beta2, eps = (_ADAM[k] for k in ("lr", "beta1", "beta2", "epsilon"))
+    step = _numpy_mlp_adam(params)
     rng = np.random.default_rng(0)
-
-    def step(xb, yb):
-        n = xb.shape[0]
-        rows = np.arange(n)
-        w1, b1, w2, b2, w3, b3 = params
-        z1 = xb @ w1 + b1
-        h1 = np.maximum(z1, 0.0)
-        z2 = h1 @ w2 + b2
-        h2 = np.maximum(z2, 0.0)
-        logits = h2 @ w3 + b3
-        shifted = logits - logits.max(axis=1, keepdims=True)
-        exp = np.exp(shifted)
-        total = exp.sum(axis=1, keepdims=True)
-        loss = np.mean(np.log(total[:, 0]) - shifted[rows, yb])
-        dlogits = exp / total
-        dlogits[rows, yb] -= 1.0
-        dlogits /= n
-        dh2 = dlogits @ w3.T
-        dh2 *= z2 > 0
-        dh1 = dh2 @ w2.T
-        dh1 *= z1 > 0
-        grads = (xb.T @ dh1, dh1.sum(axis=0), h1.T @ dh2, dh2.sum(axis=0),
-                 h2.T @ dlogits, dlogits.sum(axis=0))
-        state["t"] += 1
-        t = state["t"]
-        lr_t = np.float32(lr * np.sqrt(1.0 - beta2 ** t) / (1.0 - beta1 ** t))
-        for p, m, v, g in zip(params, ms, vs, grads):
-            m *= beta1
-            m += (1.0 - beta1) * g
-            v *= beta2
-            g *= g
-            g *= 1.0 - beta2
-            v += g
-            denom = np.sqrt(v)
-            denom += eps
-            np.divide(m, denom, out=denom)
-            denom *= lr_t
-            p -= denom
-        return loss
 
     def epoch():
         order = rng.permutation(len(x))

@@ -67,7 +67,7 @@ def execute(prim, args, attrs=_EMPTY):
                 if cy is float or cy is int:
                     y = _scalar(prim, y, x._value.dtype, x._device)
                     cy = Tensor
-                elif cy.__dict__.get("_is_variable") or getattr(cy, "_is_variable", False):
+                elif getattr(cy, "_is_variable", False):
                     y = y.read_value()
                     cy = y.__class__
             elif cy is Tensor and cx is not Tensor:

@@ -143,6 +143,31 @@ def _variable_read(variable, tensor):
 
 
 dispatch.set_tape_recorder(_record)
+
+# Set by eagerflow.function: compiles a recurring backward pass into a graph (see
+# backward_replay). The tape sits below tracing, so tracing plugs itself in here.
+_backward_compiler = None
+# Structures seen once are differentiated eagerly; the second sighting compiles them.
+_seen_structures = {}
+
+
+def _replay_runner(live, targets, source_ids, wanted):
+    from eagerflow.function import backward_replay
+
+    key = backward_replay.structure_key(live, [getattr(t, "_tid", 0) for t in targets],
+                                        source_ids)
+    if key is None:
+        return None
+    runner = backward_replay._CACHE.get(key)
+    if runner is not None:
+        return runner
+    count = _seen_structures.get(key, 0) + 1
+    if len(_seen_structures) > 1024:
+        _seen_structures.clear()
+    _seen_structures[key] = count
+    if count < 2:
+        return None
+    return _backward_compiler(live, targets, source_ids, wanted, key)
 context.variable_read_hook = _variable_read
 
 
@@ -333,7 +358,6 @@ class GradientTape:
         return self._why_none(nest.flatten(target), source)
 
     def _backward(self, targets, sources, seeds):
-        from eagerflow.ops.arithmetic import ADD
 
         source_ids = []
         for s in sources:
@@ -357,46 +381,14 @@ class GradientTape:
                     reachable.update(e.output_ids)
                     live.append(e)
                     break
-        grads = {}
-        for i, t in enumerate(targets):
-            if t is None:
-                continue
-            tid = getattr(t, "_tid", 0)
-            if not tid or tid not in reachable:
-                continue
-            seed = _ones_like(t) if seeds is None or seeds[i] is None else \
-                convert_to_tensor(seeds[i], dtype=t.dtype)
-            grads[tid] = seed if tid not in grads else dispatch.execute(ADD, (grads[tid], seed))
-        for e in reversed(live):
-            cots = [grads.get(tid) for tid in e.output_ids]
-            if all(g is None for g in cots) or not e.differentiable:
-                continue
-            for tid in e.output_ids:
-                if tid not in wanted:
-                    grads.pop(tid, None)  # this cotangent is complete: free it early
-            if e.prim.single if e.prim is not None else len(cots) == 1:
-                cotangent = cots[0]
-            else:
-                cotangent = tuple(g if g is not None else _zeros(meta)
-                                  for g, meta in zip(cots, e.output_meta))
-            if e.backward is not None:
-                in_grads = e.backward(cotangent)
-            else:
-                skip = None
-                if e.prim.vjp_skips:
-                    skip = tuple(not (tid and f and tid in reachable)
-                                 for tid, f in zip(e.input_ids, e.input_float))
-                    if not any(skip):
-                        skip = None
-                in_grads = apply_vjp(e.prim, cotangent, e.inputs, e.out, e.attrs,
-                                     e.input_shapes, skip)
-            for tid, g, is_float in zip(e.input_ids, in_grads, e.input_float):
-                if g is None or not tid or tid not in reachable or not is_float:
-                    continue
-                prev = grads.get(tid)
-                grads[tid] = g if prev is None else dispatch.execute(ADD, (prev, g))
-        return [grads.get(tid) if tid in wanted else None for tid in source_ids]
+        if seeds is None and _backward_compiler is not None and _state.trace is None and \
+                not any(t._recording for t in _state.tapes):
+            runner = _replay_runner(live, targets, source_ids, wanted)
+            if runner is not None:
+                return runner(live, targets)
+        return _propagate(live, targets, source_ids, wanted, seeds)
 
+    # -- explanations -----------------------------------------------------------------------
     # -- explanations -----------------------------------------------------------------------
     def _why_none(self, targets, source):
         if not _source_is_float(source):
@@ -562,6 +554,58 @@ class GradientTape:
         parts = [p if p is not None else zeros_like_t(src) for p in parts]
         stacked = stack(parts, axis=1)  # [B, inner, S...]
         return reshape(stacked, tshape + tuple(src._value.shape[1:]))
+
+
+def _propagate(live, targets, source_ids, wanted, seeds):
+    """Walks the live entries in reverse, accumulating cotangents by tensor id.
+
+    Works on recorded entries and, when a backward pass is compiled for replay, on their
+    symbolic stand-ins (``eagerflow.function.backward_replay``).
+    """
+    from eagerflow.ops.arithmetic import ADD
+
+    reachable = set(wanted)
+    for e in live:
+        reachable.update(e.output_ids)
+    grads = {}
+    for i, t in enumerate(targets):
+        if t is None:
+            continue
+        tid = getattr(t, "_tid", 0)
+        if not tid or tid not in reachable:
+            continue
+        seed = _ones_like(t) if seeds is None or seeds[i] is None else \
+            convert_to_tensor(seeds[i], dtype=t.dtype)
+        grads[tid] = seed if tid not in grads else dispatch.execute(ADD, (grads[tid], seed))
+    for e in reversed(live):
+        cots = [grads.get(tid) for tid in e.output_ids]
+        if all(g is None for g in cots) or not e.differentiable:
+            continue
+        for tid in e.output_ids:
+            if tid not in wanted:
+                grads.pop(tid, None)  # this cotangent is complete: free it early
+        if e.prim.single if e.prim is not None else len(cots) == 1:
+            cotangent = cots[0]
+        else:
+            cotangent = tuple(g if g is not None else _zeros(meta)
+                              for g, meta in zip(cots, e.output_meta))
+        if e.backward is not None:
+            in_grads = e.backward(cotangent)
+        else:
+            skip = None
+            if e.prim.vjp_skips:
+                skip = tuple(not (tid and f and tid in reachable)
+                             for tid, f in zip(e.input_ids, e.input_float))
+                if not any(skip):
+                    skip = None
+            in_grads = apply_vjp(e.prim, cotangent, e.inputs, e.out, e.attrs,
+                                 e.input_shapes, skip)
+        for tid, g, is_float in zip(e.input_ids, in_grads, e.input_float):
+            if g is None or not tid or tid not in reachable or not is_float:
+                continue
+            prev = grads.get(tid)
+            grads[tid] = g if prev is None else dispatch.execute(ADD, (prev, g))
+    return [grads.get(tid) if tid in wanted else None for tid in source_ids]
 
 
 def _flat(structure):

@@ -3,3 +3,13 @@
 from eagerflow.function.concrete import ConcreteFunction  # noqa: F401
 from eagerflow.function.function import Function, function  # noqa: F401
 from eagerflow.function.graph import Graph, Node  # noqa: F401
+
+
+def _install_backward_replay():
+    from eagerflow import tape
+    from eagerflow.function import backward_replay
+
+    tape._backward_compiler = backward_replay.compile_backward
+
+
+_install_backward_replay()

@@ -1,0 +1,180 @@
+"""Replaying compiled backward passes of eager tapes.
+
+A training loop records the same sequence of ops on a fresh tape at every step. The first
+time a tape of a given structure is differentiated, its backward pass is traced once into a
+graph (the gradient rules run on symbolic stand-ins for the saved values) and compiled; later
+tapes with the same structure run that graph on their own saved arrays instead of calling
+each gradient rule eagerly. The replay is used only when no other tape records (a nested
+tape needs the backward ops themselves) and every entry is an ordinary primitive.
+"""
+
+from __future__ import annotations
+
+from eagerflow import dtypes as dtypes_lib
+from eagerflow.function.graph import Graph
+from eagerflow.function.symbolic import SymbolicTensor
+from eagerflow.function.tracer import Tracer, tracing
+from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import wrap
+
+__all__ = ["compile_backward"]
+
+_CACHE = {}
+_MAX_CACHE = 64
+
+
+def _attrs_key(attrs):
+    try:
+        key = tuple(sorted(attrs.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def structure_key(entries, target_ids, source_ids):
+    """A hashable description of the live entries, or None when replay does not apply.
+
+    Two tapes with equal keys run the same backward graph: equal primitives, attrs, input
+    wiring, input shapes, saved values' dtypes and output metadata. (A rule can only depend
+    on an input's dtype if it saves that input, so saved dtypes are enough.)
+    """
+    # Sources first, so that which leaf input is which source is part of the key.
+    local = {}
+    n = 0
+    for i in source_ids:
+        if i not in local:
+            local[i] = n
+            n += 1
+    parts = []
+    for e in entries:
+        prim = e.prim
+        if prim is None or e.backward is not None:
+            return None
+        attrs = e.attrs
+        if attrs:
+            attrs = _attrs_key(attrs)
+            if attrs is None:
+                return None
+        else:
+            attrs = None
+        saved = tuple([None if t is None else t._value.dtype for t in e.inputs])
+        parts.append((prim, attrs, tuple([local.get(i, -1) for i in e.input_ids]),
+                      e.input_shapes, saved, e.out is None, e.output_meta))
+        for i in e.output_ids:
+            if i not in local:
+                local[i] = n
+                n += 1
+    return (tuple(parts), tuple([local.get(i, -1) for i in target_ids]),
+            tuple([local[i] for i in source_ids]))
+
+
+def compile_backward(entries, targets, source_ids, wanted, key):
+    """Traces and compiles the backward pass of this tape structure; returns its runner."""
+    from eagerflow import tape as tape_lib
+
+    def backward_fn(shadows, symbolic_targets, ids):
+        return tape_lib._propagate(shadows, symbolic_targets, ids, wanted, None)
+
+    runner = _build(entries, targets, source_ids, backward_fn)
+    if len(_CACHE) >= _MAX_CACHE:
+        _CACHE.clear()
+    _CACHE[key] = runner
+    return runner
+
+
+def _saved_values(entries):
+    out = []
+    for e in entries:
+        for t in e.inputs:
+            if t is not None:
+                out.append(t)
+        if e.out is not None:
+            out.extend(e.out if isinstance(e.out, tuple) else (e.out,))
+    return out
+
+
+class _Shadow:
+    """An entry whose saved values are symbolic placeholders."""
+
+    __slots__ = ("prim", "input_ids", "input_shapes", "input_float", "inputs", "out",
+                 "attrs", "output_ids", "output_meta", "backward")
+
+    def __init__(self, entry, inputs, out):
+        self.prim = entry.prim
+        self.input_ids = entry.input_ids
+        self.input_shapes = entry.input_shapes
+        self.input_float = entry.input_float
+        self.inputs = inputs
+        self.out = out
+        self.attrs = entry.attrs
+        self.output_ids = entry.output_ids
+        self.output_meta = entry.output_meta
+        self.backward = None
+
+    differentiable = property(lambda self: self.prim.vjp is not None)
+    name = property(lambda self: self.prim.name)
+
+
+def _build(entries, targets, source_ids, backward_fn):
+    from eagerflow.function import passes
+    from eagerflow.function.multi_device import make_executor
+
+    graph = Graph("tape_backward")
+    tracer = Tracer(graph)
+
+    def placeholder(t, name):
+        value = t._value
+        node = graph.add_placeholder(
+            AbstractValue(value.shape, dtypes_lib.from_numpy(value.dtype)), name)
+        return SymbolicTensor(graph, node, 0)
+
+    shadows = []
+    for k, e in enumerate(entries):
+        inputs = tuple(None if t is None else placeholder(t, "saved%d" % k) for t in e.inputs)
+        if e.out is None:
+            out = None
+        elif isinstance(e.out, tuple):
+            out = tuple(placeholder(o, "out%d" % k) for o in e.out)
+        else:
+            out = placeholder(e.out, "out%d" % k)
+        shadows.append(_Shadow(e, inputs, out))
+    target_syms = []
+    for t in targets:
+        s = placeholder(t, "target")
+        s._tid = t._tid
+        target_syms.append(s)
+    with tracing(tracer):
+        grads = backward_fn(shadows, target_syms, source_ids)
+    slots = []
+    for g in grads:
+        if g is None:
+            slots.append(None)
+        else:
+            g = tracer.to_symbolic(g)
+            slots.append(len(graph.outputs))
+            graph.outputs.append((g._node, g._index))
+    executor = make_executor(passes.optimize(graph))
+    devices = [t._device for t in targets]
+
+    captures = [c for _, c in graph.captures]
+
+    def run(live_entries, live_targets):
+        args = []
+        for e in live_entries:
+            for t in e.inputs:
+                if t is not None:
+                    args.append(t._value)
+            out = e.out
+            if out is not None:
+                if out.__class__ is tuple:
+                    args.extend([o._value for o in out])
+                else:
+                    args.append(out._value)
+        for t in live_targets:
+            args.append(t._value)
+        values = executor.run(args, [c._value for c in captures])
+        device = devices[0]
+        return [None if s is None else wrap(values[s], device) for s in slots]
+
+    return run

@@ -151,14 +151,16 @@ _backward_compiler = None
 _seen_structures = {}
 
 
-def _replay_runner(live, targets, source_ids, wanted):
-    from eagerflow.function import backward_replay
+# Set with the compiler: the structure key of a tape and the cache of compiled runners.
+_structure_key = None
+_replay_cache = {}
 
-    key = backward_replay.structure_key(live, [getattr(t, "_tid", 0) for t in targets],
-                                        source_ids)
+
+def _replay_runner(live, targets, source_ids, wanted):
+    key = _structure_key(live, [getattr(t, "_tid", 0) for t in targets], source_ids)
     if key is None:
         return None
-    runner = backward_replay._CACHE.get(key)
+    runner = _replay_cache.get(key)
     if runner is not None:
         return runner
     count = _seen_structures.get(key, 0) + 1

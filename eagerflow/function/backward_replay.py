@@ -83,17 +83,6 @@ def compile_backward(entries, targets, source_ids, wanted, key):
     return runner
 
 
-def _saved_values(entries):
-    out = []
-    for e in entries:
-        for t in e.inputs:
-            if t is not None:
-                out.append(t)
-        if e.out is not None:
-            out.extend(e.out if isinstance(e.out, tuple) else (e.out,))
-    return out
-
-
 class _Shadow:
     """An entry whose saved values are symbolic placeholders."""
 

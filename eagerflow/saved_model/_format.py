@@ -24,6 +24,7 @@ import zlib
 
 
 from eagerflow import errors
+from eagerflow.io.atomic import fsync_directory  # noqa: F401 - used by save.py
 
 SAVED_MODEL_FILENAME = "saved_model.pb"
 FINGERPRINT_FILENAME = "fingerprint.pb"
@@ -206,20 +207,10 @@ def verify_manifest(directory):
 
 
 # -- durability -----------------------------------------------------------------------------
+# Directory fsyncs are eagerflow.io.atomic.fsync_directory (imported above).
+
 def fsync_file(f):
     f.flush()
     os.fsync(f.fileno())
 
 
-def fsync_directory(directory):
-    """Makes renames and creations in ``directory`` durable (where the platform allows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

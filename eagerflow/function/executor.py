@@ -298,9 +298,11 @@ def _assign_step(var, op, owns_input=False):
     backend = var._device.backend
     ndarray = backend.ndarray
 
-    def private(arr, expected):
+    def private(arr):
+        # Four references when only the variable holds the array: the variable's slot, the
+        # caller's local ``arr``, this function's parameter and getrefcount's argument.
         return (arr.__class__ is ndarray and arr.base is None and arr.flags.writeable
-                and sys.getrefcount(arr) <= expected)
+                and sys.getrefcount(arr) <= 4)
 
     if op == "AssignVariableOp":
         def assign(value):
@@ -309,7 +311,7 @@ def _assign_step(var, op, owns_input=False):
                     value.dtype == arr.dtype and value.shape == arr.shape and \
                     value.flags.writeable:
                 var._write(value)
-            elif private(arr, 3) and value.shape == arr.shape:
+            elif private(arr) and value.shape == arr.shape:
                 backend.copyto(arr, value, casting="same_kind")
             else:
                 var._write(backend.array(value, copy=True))
@@ -318,7 +320,7 @@ def _assign_step(var, op, owns_input=False):
 
         def assign(value):
             arr = var._value
-            if private(arr, 3) and backend.shape(value) in ((), arr.shape):
+            if private(arr) and backend.shape(value) in ((), arr.shape):
                 ufunc(arr, value, out=arr, casting="same_kind")
             else:
                 var._write(backend.asarray(ufunc(arr, value), dtype=arr.dtype))

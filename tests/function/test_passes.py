@@ -338,6 +338,36 @@ def test_assign_then_read_sees_the_new_value():
                        "AssignAddVariableOp", "ReadVariableOp"]
 
 
+
+def test_traced_updates_write_into_a_private_variable_buffer():
+    # Nothing else holds the variable's array: assign_add/assign_sub update it in place.
+    v = ef.Variable(np.zeros(1000, np.float32))
+
+    @ef.function
+    def step(x):
+        v.assign_add(x * 2.0)
+        v.assign_sub(x)
+
+    x = ef.constant(np.ones(1000, np.float32))
+    step(x)
+    buffer = id(v._value)
+    step(x)
+    assert id(v._value) == buffer
+    np.testing.assert_array_equal(v.numpy(), np.full(1000, 2.0, np.float32))
+
+
+def test_traced_updates_leave_values_read_earlier_alone():
+    v = ef.Variable(np.zeros(4, np.float32))
+
+    @ef.function
+    def step(x):
+        v.assign_add(x)
+
+    held = v.read_value()  # a tensor sharing the variable's current array
+    step(ef.constant(np.ones(4, np.float32)))
+    np.testing.assert_array_equal(held.numpy(), np.zeros(4, np.float32))
+    np.testing.assert_array_equal(v.numpy(), np.ones(4, np.float32))
+
 def test_prints_stay_in_order_and_debug_stripper_removes_them(capsys):
     def f(x):
         ef.print("first", x, output_stream=sys.stderr)

@@ -252,6 +252,7 @@ EXPRESSIONS.update({
     "Relu": (_NUM, "({0} > ({T})0 || isnan((double){0})) ? {0} : ({T})0"),
     "Relu6": (_NUM, "isnan((double){0}) ? {0} : ({0} > ({T})6 ? ({T})6 : "
                     "({0} > ({T})0 ? {0} : ({T})0))"),
+    "ReluGrad": (_NUM, "{0} * ({T})({1} > ({T})0)"),
     "LeakyRelu": (_FLOAT, "{0} > ({T})0 ? {0} : {0} * ({T})({alpha})"),
     "Equal": (_ANY, "{0} == {1}"), "NotEqual": (_ANY, "{0} != {1}"),
     "Less": (_NUM, "{0} < {1}"), "LessEqual": (_NUM, "{0} <= {1}"),

@@ -32,7 +32,7 @@ from eagerflow import errors
 from eagerflow import nest
 from eagerflow.framework import context
 from eagerflow.ops import dispatch
-from eagerflow.ops.vjp import apply_vjp, saved_inputs
+from eagerflow.ops.vjp import apply_vjp
 from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["GradientTape", "UnconnectedGradients", "stop_recording_all"]
@@ -91,7 +91,6 @@ def _assign_id(t):
 
 def _record(tapes, prim, inputs, attrs, result):
     """Dispatch's recorder: adds an entry to each recording tape that watches an input."""
-    outs = result if isinstance(result, tuple) else (result,)
     entry = None
     for tape in tapes:
         if not tape._recording:
@@ -103,33 +102,74 @@ def _record(tapes, prim, inputs, attrs, result):
         else:
             continue
         if entry is None:
-            entry = _make_entry(prim, inputs, attrs, result, outs)
+            entry = _make_entry(prim, inputs, attrs, result)
         tape._entries.append(entry)
         ids.update(entry.output_ids)
 
 
-def _make_entry(prim, inputs, attrs, result, outs):
-    ids = []
-    shapes = []
-    floats = []
-    for t in inputs:
-        ids.append(t._tid)
-        value = t._value
-        shapes.append(value.shape)
-        floats.append(value.dtype.kind in "fc" or value.dtype.name == "bfloat16")
-    has_vjp = prim.vjp is not None
-    out_ids = []
-    meta = []
-    for o in outs:
-        tid = o._tid
+class _FloatDtypes(dict):
+    """numpy dtype -> whether tensors of it have gradients (floating or complex)."""
+
+    def __missing__(self, dtype_np):
+        known = self[dtype_np] = _is_float(dtype_np)
+        return known
+
+
+_FLOAT_DTYPES = _FloatDtypes()
+
+
+def _make_entry(prim, inputs, attrs, result):
+    # The hot path of every recorded op: one- and two-input ops (nearly all) are unrolled.
+    floats = _FLOAT_DTYPES
+    n = len(inputs)
+    if n == 2:
+        a, b = inputs
+        va = a._value
+        vb = b._value
+        ids = (a._tid, b._tid)
+        shapes = (va.shape, vb.shape)
+        is_float = (floats[va.dtype], floats[vb.dtype])
+    elif n == 1:
+        a = inputs[0]
+        va = a._value
+        ids = (a._tid,)
+        shapes = (va.shape,)
+        is_float = (floats[va.dtype],)
+    else:
+        ids = tuple([t._tid for t in inputs])
+        shapes = tuple([t._value.shape for t in inputs])
+        is_float = tuple([floats[t._value.dtype] for t in inputs])
+    if prim.vjp is None:
+        saved = ()
+        out = None
+    else:
+        keep = prim.saves_inputs
+        if keep == "all":
+            saved = tuple(inputs)
+        elif keep:
+            saved = tuple([t if i in keep else None for i, t in enumerate(inputs)])
+        else:
+            saved = (None,) * len(inputs)
+        out = result if prim.saves_out else None
+    if result.__class__ is tuple:
+        out_ids = []
+        meta = []
+        for o in result:
+            tid = o._tid
+            if not tid:
+                tid = o._tid = _next_id()
+            out_ids.append(tid)
+            meta.append((o._value.shape, o._value.dtype, o._device))
+        out_ids = tuple(out_ids)
+        meta = tuple(meta)
+    else:
+        tid = result._tid
         if not tid:
-            tid = o._tid = _next_id()
-        out_ids.append(tid)
-        meta.append((o._value.shape, o._value.dtype, o._device))
-    return _Entry(
-        prim, tuple(ids), tuple(shapes), tuple(floats),
-        saved_inputs(prim, inputs) if has_vjp else (),
-        result if has_vjp and prim.saves_out else None, attrs, tuple(out_ids), tuple(meta))
+            tid = result._tid = _next_id()
+        value = result._value
+        out_ids = (tid,)
+        meta = ((value.shape, value.dtype, result._device),)
+    return _Entry(prim, ids, shapes, is_float, saved, out, attrs, out_ids, meta)
 
 
 def _variable_read(variable, tensor):
@@ -160,7 +200,10 @@ def _replay_runner(live, targets, source_ids, wanted):
     key = _structure_key(live, [getattr(t, "_tid", 0) for t in targets], source_ids)
     if key is None:
         return None
-    runner = _replay_cache.get(key)
+    try:
+        runner = _replay_cache.get(key)
+    except TypeError:  # an unhashable attr: this structure is differentiated eagerly
+        return None
     if runner is not None:
         return runner
     count = _seen_structures.get(key, 0) + 1
@@ -301,10 +344,13 @@ class GradientTape:
                 "A non-persistent GradientTape can only be used to compute one set of "
                 "gradients (or jacobians). Use GradientTape(persistent=True) to call "
                 "gradient several times.")
-        unconnected = UnconnectedGradients(
-            unconnected_gradients.value if isinstance(unconnected_gradients,
-                                                      UnconnectedGradients)
-            else str(unconnected_gradients).lower())
+        if unconnected_gradients is UnconnectedGradients.NONE:
+            unconnected = unconnected_gradients
+        else:
+            unconnected = UnconnectedGradients(
+                unconnected_gradients.value
+                if isinstance(unconnected_gradients, UnconnectedGradients)
+                else str(unconnected_gradients).lower())
         flat_sources = _flat(sources)
         flat_targets = _flat(target)
         seeds = None if output_gradients is None else nest.flatten(output_gradients)
@@ -321,6 +367,16 @@ class GradientTape:
         self._used = True
         if not self._persistent:
             self._entries = []
+        for g in grads:
+            if g is None:  # (not ``None in grads``: tensors compare elementwise)
+                grads = self._fill_none(grads, flat_targets, flat_sources, unconnected)
+                break
+        if sources.__class__ is list and len(grads) == len(sources):
+            return grads
+        return nest.pack_sequence_as(sources, grads)
+
+    def _fill_none(self, grads, flat_targets, flat_sources, unconnected):
+        """Zeros for unconnected gradients when asked; logs why the rest are None."""
         out = []
         none_indices = []
         for src, g in zip(flat_sources, grads):
@@ -336,9 +392,7 @@ class GradientTape:
                 _log.warning("Gradient for source %d (%s) is None: %s", i,
                              _describe_source(flat_sources[i]),
                              self._why_none(flat_targets, flat_sources[i]))
-        if sources.__class__ is list and len(out) == len(sources):
-            return out
-        return nest.pack_sequence_as(sources, out)
+        return out
 
     def explain_none(self, target, source):
         """Says why ``gradient(target, source)`` is (or would be) None.
@@ -360,34 +414,42 @@ class GradientTape:
         return self._why_none(nest.flatten(target), source)
 
     def _backward(self, targets, sources, seeds):
-
+        ids = self._ids
+        floats = _FLOAT_DTYPES
         source_ids = []
+        wanted = set()
         for s in sources:
-            if getattr(s, "_is_variable", False):
-                source_ids.append(s._tid if s._tid in self._ids else 0)
-            elif isinstance(s, Tensor) or hasattr(s, "_tid"):
-                source_ids.append(s._tid if s._tid in self._ids else 0)
-            else:
+            if s.__class__ is not Tensor and not getattr(s, "_is_variable", False) and \
+                    not hasattr(s, "_tid"):
                 raise errors.InvalidArgumentError(
                     None, "gradient", "Sources must be tensors or variables, got %r." % (s,))
-        wanted = {tid for tid, s in zip(source_ids, sources) if tid and _source_is_float(s)}
+            tid = s._tid
+            if tid not in ids:
+                tid = 0
+            source_ids.append(tid)
+            if tid:
+                value = getattr(s, "_value", None)
+                if value is not None and floats[value.dtype]:
+                    wanted.add(tid)
         if not wanted:
             return [None] * len(sources)
-        entries = self._entries
         # Forward reachability from the sources prunes entries that cannot matter.
         reachable = set(wanted)
         live = []
-        for e in entries:
+        for e in self._entries:
             for tid in e.input_ids:
                 if tid in reachable:
                     reachable.update(e.output_ids)
                     live.append(e)
                     break
-        if seeds is None and _backward_compiler is not None and _state.trace is None and \
-                not any(t._recording for t in _state.tapes):
-            runner = _replay_runner(live, targets, source_ids, wanted)
-            if runner is not None:
-                return runner(live, targets)
+        if seeds is None and _backward_compiler is not None and _state.trace is None:
+            for t in _state.tapes:
+                if t._recording:
+                    break
+            else:
+                runner = _replay_runner(live, targets, source_ids, wanted)
+                if runner is not None:
+                    return runner(live, targets)
         return _propagate(live, targets, source_ids, wanted, seeds)
 
     # -- explanations -----------------------------------------------------------------------

@@ -23,21 +23,14 @@ _CACHE = {}
 _MAX_CACHE = 64
 
 
-def _attrs_key(attrs):
-    try:
-        key = tuple(sorted(attrs.items()))
-        hash(key)
-        return key
-    except TypeError:
-        return None
-
-
 def structure_key(entries, target_ids, source_ids):
     """A hashable description of the live entries, or None when replay does not apply.
 
     Two tapes with equal keys run the same backward graph: equal primitives, attrs, input
     wiring, input shapes, saved values' dtypes and output metadata. (A rule can only depend
-    on an input's dtype if it saves that input, so saved dtypes are enough.)
+    on an input's dtype if it saves that input, so saved dtypes are enough.) Attrs enter as
+    their items in call order; a key holding an unhashable attr fails at lookup, where the
+    caller treats it as "no replay".
     """
     # Sources first, so that which leaf input is which source is part of the key.
     local = {}
@@ -46,26 +39,28 @@ def structure_key(entries, target_ids, source_ids):
         if i not in local:
             local[i] = n
             n += 1
+    get = local.get
     parts = []
     for e in entries:
         prim = e.prim
         if prim is None or e.backward is not None:
             return None
         attrs = e.attrs
-        if attrs:
-            attrs = _attrs_key(attrs)
-            if attrs is None:
-                return None
+        inputs = e.inputs
+        if len(inputs) == 2:
+            a, b = inputs
+            saved = (None if a is None else a._value.dtype, None if b is None else b._value.dtype)
+            wiring = (get(e.input_ids[0], -1), get(e.input_ids[1], -1))
         else:
-            attrs = None
-        saved = tuple([None if t is None else t._value.dtype for t in e.inputs])
-        parts.append((prim, attrs, tuple([local.get(i, -1) for i in e.input_ids]),
-                      e.input_shapes, saved, e.out is None, e.output_meta))
+            saved = tuple([None if t is None else t._value.dtype for t in inputs])
+            wiring = tuple([get(i, -1) for i in e.input_ids])
+        parts.append((prim, tuple(attrs.items()) if attrs else None, wiring, e.input_shapes,
+                      saved, e.out is None, e.output_meta))
         for i in e.output_ids:
-            if i not in local:
+            if i not in local:  # an intermediate source keeps its source number
                 local[i] = n
                 n += 1
-    return (tuple(parts), tuple([local.get(i, -1) for i in target_ids]),
+    return (tuple(parts), tuple([get(i, -1) for i in target_ids]),
             tuple([local[i] for i in source_ids]))
 
 
@@ -150,19 +145,20 @@ def _build(entries, targets, source_ids, backward_fn):
 
     def run(live_entries, live_targets):
         args = []
+        append = args.append
         for e in live_entries:
             for t in e.inputs:
                 if t is not None:
-                    args.append(t._value)
+                    append(t._value)
             out = e.out
             if out is not None:
                 if out.__class__ is tuple:
                     args.extend([o._value for o in out])
                 else:
-                    args.append(out._value)
+                    append(out._value)
         for t in live_targets:
-            args.append(t._value)
-        values = executor.run(args, [c._value for c in captures])
+            append(t._value)
+        values = executor.run(args, [c._value for c in captures] if captures else ())
         device = devices[0]
         return [None if s is None else wrap(values[s], device) for s in slots]
 

@@ -65,6 +65,27 @@ def _sum_to_shape_kernel(xp):
     return lambda g, *, shape: sum_to_shape_array(xp, g, shape)
 
 
+def _sum_to_shape_static(xp, avals, attrs):
+    """SumToShape with both shapes known: the reduced axes are computed once."""
+    g_shape = tuple(avals[0].shape)
+    shape = tuple(attrs["shape"])
+    if None in shape or len(g_shape) < len(shape):
+        return None
+    if g_shape == shape:
+        return lambda g: g
+    lead = len(g_shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, dim in enumerate(shape) if dim == 1 and g_shape[lead + i] != 1)
+    if any(dim not in (1, g_shape[lead + i]) for i, dim in enumerate(shape)):
+        return None  # not a broadcast: the general kernel raises the error
+    if not axes:
+        return lambda g: g.reshape(shape)
+
+    def kernel(g):
+        return g.sum(axis=axes, keepdims=True).reshape(shape).astype(g.dtype, copy=False)
+    return kernel
+
+
 def _samples(rng, dtype):
     out = []
     for src, dst in (((3,), (2, 3)), ((1, 3), (4, 3)), ((), (2, 2)), ((2, 1), (2, 5))):
@@ -90,7 +111,7 @@ SUM_TO_SHAPE = registry.primitive(
     shape_fn=lambda g, *, shape: AbstractValue(shape, g.dtype),
     vjp=lambda g, x, out, *, shape: execute(BROADCAST_TO, (g,), {"shape": tuple(x.shape)}),
     saves=(0,), reference=lambda g, *, shape: sum_to_shape_array(np, g, shape),
-    samples=_sum_samples)
+    samples=_sum_samples, static_kernel=_sum_to_shape_static)
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002 - TF's argument name

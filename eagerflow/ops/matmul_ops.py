@@ -229,12 +229,29 @@ def _matmul_bad(rng):
             ((x((2, 2, 3)), x((3, 3, 2))), {}, errors.InvalidArgumentError)]
 
 
+def _matmul_static(xp, avals, attrs):
+    """MatMul of known shapes (validated when the graph was built): the flags are bound."""
+    if attrs.get("output_type") is not None or attrs.get("adjoint_a") or \
+            attrs.get("adjoint_b") or len(avals[0].shape) < 2 or len(avals[1].shape) < 2:
+        return None
+    matmul = xp.matmul
+    ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
+    if ta and tb:
+        return lambda a, b: matmul(a.swapaxes(-1, -2), b.swapaxes(-1, -2))
+    if ta:
+        return lambda a, b: matmul(a.swapaxes(-1, -2), b)
+    if tb:
+        return lambda a, b: matmul(a, b.swapaxes(-1, -2))
+    return matmul
+
+
 MATMUL = registry.primitive(
     "MatMul", _matmul_kernel, dtypes=_MATMUL_DTYPES, shape_fn=_matmul_shape,
     vjp=_matmul_vjp, saves=(0, 1), vjp_skips=True, reference=_matmul_reference,
     samples=_matmul_samples,
     sweep_dtypes=(d.float32, d.float64, d.int32, d.complex128), bad_samples=_matmul_bad,
-    family="linalg", doc="Batched matrix product with numpy batch broadcasting.")
+    family="linalg", doc="Batched matrix product with numpy batch broadcasting.",
+    static_kernel=_matmul_static)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,

@@ -108,19 +108,26 @@ class Primitive:
         vjp_skips: True when the gradient rule accepts ``skip=(bool, ...)``, marking inputs
             whose gradient nobody needs, so it can avoid computing them (a matmul's gradient
             for a constant operand is a whole matmul).
+        static_kernel: Optional ``static_kernel(xp, avals, attrs) -> kernel or None``: a
+            kernel for inputs of these fully known abstract values, with the attrs bound
+            (called with the inputs only). The graph executor uses it when every input's
+            shape is static: checks and shape arithmetic then happen once, at compile time.
+            It must compute exactly what the general kernel computes.
     """
 
     __slots__ = (
         "name", "forward", "kernels", "dtypes", "accepts", "dtype_group", "num_outputs",
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
-        "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "__weakref__",
+        "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "static_kernel",
+        "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
                  shape_fn=None, vjp=None, saves=None, reference=None, samples=None,
                  sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
-                 tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False):
+                 tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False,
+                 static_kernel=None):
         self.name = name
         self.forward = forward
         self.kernels = [None, None]
@@ -143,6 +150,7 @@ class Primitive:
         self.grad_samples = grad_samples
         self.domain = None  # value range of elementwise families, for property-based tests
         self.vjp_skips = vjp_skips
+        self.static_kernel = static_kernel
         # The eager fast path handles prims whose every input shares one dtype.
         self.fast = dtype_group == "all" and not variadic
         self.set_vjp(vjp, saves)

@@ -4,7 +4,8 @@ The node's own numpy kernel computes the value, so a folded constant is bit-for-
 graph would have produced on the CPU. Results must have the node's dtype and a shape
 compatible with its abstract value; larger results than ``MAX_ELEMENTS`` are left alone (a
 folded constant lives as long as the graph). Nodes that only read their input's *shape*
-(Shape, Size, Rank, ZerosLike, OnesLike) fold whenever that shape is fully known. A kernel
+(Shape, Size, Rank, ZerosLike, OnesLike; BroadcastReduced's second input) fold whenever that
+shape is fully known. A kernel
 that raises is not folded: the error then happens at run time, where it did before.
 """
 
@@ -20,9 +21,13 @@ from eagerflow.ops.registry import AbstractValue
 
 MAX_ELEMENTS = 1_000_000
 SHAPE_ONLY = frozenset(("Shape", "Size", "Rank", "ZerosLike", "OnesLike"))
+# Ops with some inputs read only for their shape: op -> indices of those inputs. (The
+# gradient of a full reduction broadcasts a constant seed to the input's shape.)
+SHAPE_ONLY_INPUTS = {"BroadcastReduced": (1,)}
 # Filling a shape is cheap at run time; a big folded fill would only cost memory and a
 # large serialized graph.
 MAX_FILL_ELEMENTS = 4096
+FILLS = frozenset(("ZerosLike", "OnesLike", "BroadcastReduced"))
 
 
 def run(graph):
@@ -65,18 +70,20 @@ def _foldable_inputs(node):
     for aval in node.avals:  # skip big results before computing them
         if aval.shape and None not in aval.shape and math.prod(aval.shape) > MAX_ELEMENTS:
             return None
-    if node.prim.name in SHAPE_ONLY and node.inputs:
-        src, idx = node.inputs[0]
-        aval = src.avals[idx]
-        if aval.shape is None or any(d is None for d in aval.shape):
-            return None
-        # A zero-strided stand-in: the kernel reads only its shape and dtype.
-        return [np.broadcast_to(np.zeros((), aval.dtype.np_dtype), aval.shape)]
+    name = node.prim.name
+    shape_only = (0,) if name in SHAPE_ONLY else SHAPE_ONLY_INPUTS.get(name, ())
     values = []
-    for src, _ in node.inputs:
-        if src.op != "Const":
+    for k, (src, idx) in enumerate(node.inputs):
+        if k in shape_only:
+            aval = src.avals[idx]
+            if aval.shape is None or any(d is None for d in aval.shape):
+                return None
+            # A zero-strided stand-in: the kernel reads only its shape and dtype.
+            values.append(np.broadcast_to(np.zeros((), aval.dtype.np_dtype), aval.shape))
+        elif src.op != "Const":
             return None
-        values.append(src.value)
+        else:
+            values.append(src.value)
     return values
 
 
@@ -91,7 +98,7 @@ def _evaluate(node, values, backend):
     outs = (out,) if node.prim.single else tuple(out)
     if len(outs) != node.num_outputs:
         return None
-    limit = MAX_FILL_ELEMENTS if node.prim.name in ("ZerosLike", "OnesLike") else MAX_ELEMENTS
+    limit = MAX_FILL_ELEMENTS if node.prim.name in FILLS else MAX_ELEMENTS
     result = []
     for array, aval in zip(outs, node.avals):
         array = np.array(array, copy=True)  # own the memory: kernels may return views

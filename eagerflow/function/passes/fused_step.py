@@ -136,7 +136,7 @@ def python_source(program, donatable=(), variable_donors=()):
     env = {"_private": _private, "_private_variable": _private_variable}
     params = ["a%d" % k for k in range(program.n_in)]
     names = list(params)
-    lines = ["def fused(%s):" % ", ".join(params), "    _s = 0", "    try:"]
+    lines = ["def fused(%s):" % ", ".join(params), "    try:"]
     donated = set()
     for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
         args = [names[r] for r in refs]
@@ -172,10 +172,9 @@ def python_source(program, donatable=(), variable_donors=()):
                 env["A%d_%s" % (j, key)] = value
                 args.append("%s=A%d_%s" % (key, j, key))
         names.append("t%d" % j)
-        if j:
-            lines.append("        _s = %d" % j)
         lines.append("        t%d = K%d(%s)" % (j, j, ", ".join(args)))
-    lines += ["    except Exception as exc:", "        _fail(_s, exc)",
+    # Sub-op j is on line j + 3 of the source; a failure is traced back through it.
+    lines += ["    except Exception as exc:", "        _fail(exc.__traceback__.tb_lineno - 3, exc)",
               "    return t%d" % (len(program.prims) - 1)]
     return "\n".join(lines) + "\n", env
 

@@ -31,7 +31,21 @@ LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
 
 
 class LogicalDeviceConfiguration:
-    """The configuration of one logical device (``memory_limit`` in MiB for GPUs)."""
+    """The configuration of one logical device.
+
+    Args:
+        memory_limit: For a GPU, the most memory (in MiB) its arrays may use, enforced by
+            the GPU's memory pool (``cupy.cuda.MemoryPool.set_limit``); None for no limit.
+            Logical GPUs on one physical GPU share a pool, capped at the sum of their
+            limits. Ignored for CPUs.
+        experimental_priority: Accepted for compatibility.
+        experimental_device_ordinal: Accepted for compatibility.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.config.LogicalDeviceConfiguration(memory_limit=1024)
+        LogicalDeviceConfiguration(memory_limit=1024)
+    """
 
     def __init__(self, memory_limit=None, experimental_priority=None,
                  experimental_device_ordinal=None):
@@ -107,9 +121,12 @@ def _physical(device):
 
 
 def set_logical_device_configuration(device, logical_devices):
-    """Splits a physical device into logical devices.
+    """Splits a physical device into logical devices, or limits a GPU's memory.
 
-    Must run before that device type is used by any op (as in TF).
+    Must run before that device type is used by any op (as in TF). For a GPU, one
+    configuration with ``memory_limit`` caps the memory its arrays may use (in MiB); the
+    limit is applied to the GPU's memory pool when the GPU is first used. Without a limit
+    nothing is reserved up front either: the pool grows on demand.
 
     Args:
         device: A PhysicalDevice from ``list_physical_devices``.
@@ -206,8 +223,28 @@ class _Experimental:
     def get_memory_info(device):
         """Current and peak bytes in use on a GPU: ``{"current": int, "peak": int}``.
 
+        ``peak`` is the high-water mark since the program started or since
+        ``reset_memory_stats``, kept at allocation time (a peak between two queries counts).
+        Memory the pool caches but no array uses is not counted. Logical GPUs on one
+        physical GPU report that GPU's totals.
+
+        Args:
+            device: A GPU device name, e.g. ``"GPU:0"``.
+
+        Returns:
+            A dict with the ``"current"`` and ``"peak"`` byte counts.
+
         Raises:
-            InvalidArgumentError: For a CPU device (as TF, which tracks GPU memory only).
+            InvalidArgumentError: For a CPU device (as TF, which tracks GPU memory only),
+                or a GPU that does not exist.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> try:
+            ...     ef.config.experimental.get_memory_info("CPU:0")
+            ... except ef.errors.InvalidArgumentError:
+            ...     print("GPU devices only")
+            GPU devices only
         """
         from eagerflow.framework import memory
 
@@ -215,13 +252,23 @@ class _Experimental:
 
     @staticmethod
     def reset_memory_stats(device):
+        """Resets a GPU's peak (see ``get_memory_info``) to the bytes in use now.
+
+        Raises:
+            InvalidArgumentError: For a CPU device, or a GPU that does not exist.
+        """
         from eagerflow.framework import memory
 
         return memory.reset_memory_stats(device)
 
     @staticmethod
     def set_memory_growth(device, enable):
-        """Accepted for compatibility: GPU memory always grows on demand here."""
+        """Accepted for compatibility: GPU memory always grows on demand here.
+
+        The GPU memory pool reserves nothing when a GPU is first used and takes memory from
+        the driver as arrays need it; to cap it, give the GPU a ``memory_limit`` with
+        ``set_logical_device_configuration``.
+        """
         return None
 
     @staticmethod

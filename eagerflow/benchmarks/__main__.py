@@ -1,5 +1,9 @@
 """Runs every benchmark workload and prints times and ratios to the numpy floor.
 
+The GPU workloads (names starting with ``gpu``) follow in a table of their own, with ratios
+to raw cupy and to torch on CUDA, when cupy sees a GPU; otherwise one line says why they
+were skipped.
+
 Usage: ``python -m eagerflow.benchmarks [--filter SUBSTRING] [--quick]``
 """
 
@@ -41,8 +45,9 @@ def main(argv=None):
     header = "%-46s %12s %12s %9s %12s %12s %12s  %s" % (
         "workload", "eagerflow", "numpy floor", "ef/numpy", "ef eager", "torch", "tensorflow",
         "note")
-    print(header)
-    print("-" * len(header))
+    if rows:
+        print(header)
+        print("-" * len(header))
     for workload, times in rows:
         base = times.get("numpy")
         ratio = times["eagerflow"] / base if base else float("nan")
@@ -50,6 +55,8 @@ def main(argv=None):
             workload.name, _fmt(times.get("eagerflow")), _fmt(base), ratio,
             _fmt(times.get("eagerflow eager")), _fmt(times.get("torch")),
             _fmt(times.get("tensorflow")), workload.note))
+
+    _run_gpu(args.filter, min_time)
 
     if not args.filter or "import" in args.filter:
         np_t = import_time("numpy")
@@ -62,6 +69,32 @@ def main(argv=None):
             "%.3f s" % extra["tensorflow"] if extra.get("tensorflow") else "-",
             "eagerflow - numpy = %.3f s (target < 0.3 s)" % (ef_t - np_t)))
     return 0
+
+
+def _run_gpu(name_filter, min_time):
+    """Times the GPU workloads when cupy sees a GPU; otherwise says why they are skipped."""
+    from eagerflow.benchmarks import gpu_workloads
+
+    selected = [w for w in gpu_workloads.WORKLOADS if name_filter in w.name]
+    if not selected:
+        return
+    ok, why = gpu_workloads.available()
+    if not ok:
+        print("GPU workloads skipped: %s." % why)
+        return
+    rows = [(w, time_interleaved(w.setup(), min_time=min_time)) for w in selected]
+    header = "%-46s %12s %12s %9s %12s %9s  %s" % (
+        "workload (device-synchronized calls)", "eagerflow", "cupy floor", "ef/cupy", "torch",
+        "ef/torch", "note")
+    print()
+    print(header)
+    print("-" * len(header))
+    for workload, times in rows:
+        ef_t, cupy_t, torch_t = (times.get(k) for k in ("eagerflow", "cupy", "torch"))
+        print("%-46s %12s %12s %9s %12s %9s  %s" % (
+            workload.name, _fmt(ef_t), _fmt(cupy_t),
+            "%.2fx" % (ef_t / cupy_t) if cupy_t else "-", _fmt(torch_t),
+            "%.2fx" % (ef_t / torch_t) if torch_t else "-", workload.note))
 
 
 if __name__ == "__main__":

@@ -288,14 +288,14 @@ def _mlp_arrays(batch=128):
     return params, x, labels
 
 
-def _mlp_adam_step(ef):
+def _mlp_adam_step(ef, batch=128):
     """(step, x, labels): one Adam training step of the MLP written with eagerflow ops.
 
     Adam is written out with Variables for the moments and the step count, as TF's Adam
     does it: ``lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)``,
-    ``p -= lr_t * m / (sqrt(v) + epsilon)``.
+    ``p -= lr_t * m / (sqrt(v) + epsilon)``. Everything is created on the current device.
     """
-    arrays, xa, la = _mlp_arrays()
+    arrays, xa, la = _mlp_arrays(batch)
     params = [ef.Variable(a) for a in arrays]
     ms = [ef.Variable(np.zeros_like(a)) for a in arrays]
     vs = [ef.Variable(np.zeros_like(a)) for a in arrays]
@@ -379,12 +379,13 @@ def _mlp_numpy_step():
     return lambda: step(x, labels)
 
 
-def _mlp_torch_step(torch):
-    arrays, xa, la = _mlp_arrays()
-    params = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+def _mlp_torch_step(torch, batch=128, device="cpu"):
+    arrays, xa, la = _mlp_arrays(batch)
+    params = [torch.from_numpy(a.copy()).to(device).requires_grad_() for a in arrays]
     opt = torch.optim.Adam(params, lr=_ADAM["lr"], betas=(_ADAM["beta1"], _ADAM["beta2"]),
                            eps=_ADAM["epsilon"])
-    x, labels = torch.from_numpy(xa), torch.from_numpy(la.astype(np.int64))
+    x = torch.from_numpy(xa).to(device)
+    labels = torch.from_numpy(la.astype(np.int64)).to(device)
 
     def step():
         opt.zero_grad()

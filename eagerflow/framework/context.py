@@ -48,7 +48,14 @@ class Device:
     def backend(self):
         """The array Backend (numpy for CPU, cupy for GPU)."""
         if self._backend is None:
-            self._backend = backend_base.get_backend(self.device_type)
+            backend = backend_base.get_backend(self.device_type)
+            if backend.index:
+                # A GPU's peak tracking and configured memory limit start with its first use,
+                # so that cupy is imported only by programs that use a GPU.
+                from eagerflow.framework import memory
+
+                memory.prepare(self, backend.module)
+            self._backend = backend
         return self._backend
 
     @property

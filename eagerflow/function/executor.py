@@ -97,12 +97,14 @@ class Executor:
                 if input_slots[p] in frees[k] and input_slots.count(input_slots[p]) == 1
                 and src.op not in ("Placeholder", "Const", "ReadVariableOp"))
             self._donatable_variables = updates_in_place.get(k, ())
+            self._attrs_bound = False
             fn = self._step_function(node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
             # kind: 1 = one output, 0 = none, 2 = several
             kind = 1 if len(outs) == 1 else (0 if not outs else 2)
             steps.append((fn, ins, outs[0] if kind == 1 else outs,
-                          (node.attrs or None) if node.prim is not None else None,
+                          (node.attrs or None) if node.prim is not None and not
+                          self._attrs_bound else None,
                           tuple(frees[k]) or None, node, kind))
         self.steps = steps
         self._template = template
@@ -113,10 +115,11 @@ class Executor:
         """Generates straight-line Python for the schedule (no interpreter loop per step).
 
         Each slot becomes a local variable; constants and kernels are globals of the
-        generated function; a value is deleted after its last use. ``_step`` tracks the
-        running step so a failure can name the node.
+        generated function; a value is deleted after its last use. A failure is traced back
+        to its step through the line number it was raised at (no per-step bookkeeping).
         """
-        env = {"_fail": self._fail}
+        line_steps = {}
+        env = {"_fail": lambda line, exc: self._fail(line_steps.get(line, -1), exc)}
         lines = ["def run(args, captures):"]
         names = {}
         for slot, value in enumerate(self._template):
@@ -129,7 +132,6 @@ class Executor:
             lines.append("    %s, = args" % ", ".join("v%d" % s for s in self.input_slots))
         if self.capture_slots:
             lines.append("    %s, = captures" % ", ".join("v%d" % s for s in self.capture_slots))
-        lines.append("    _step = -1")
         lines.append("    try:")
         outputs = set(self.output_slots)
         for k, (fn, ins, outs, attrs, frees, _node, kind) in enumerate(self.steps):
@@ -140,7 +142,7 @@ class Executor:
                     env["A%d_%d" % (k, j)] = value
                     call_args.append("%s=A%d_%d" % (key, k, j))
             call = "F%d(%s)" % (k, ", ".join(call_args))
-            lines.append("        _step = %d" % k)
+            line_steps[len(lines) + 1] = k
             if kind == 1:
                 names[outs] = "v%d" % outs
                 lines.append("        v%d = %s" % (outs, call))
@@ -158,7 +160,7 @@ class Executor:
         if not self.steps:
             lines.append("        pass")  # every node was a constant or an argument
         lines.append("    except Exception as exc:")
-        lines.append("        _fail(_step, exc)")
+        lines.append("        _fail(exc.__traceback__.tb_lineno, exc)")
         lines.append("    return [%s]" % ", ".join(names.get(s, "v%d" % s)
                                                   for s in self.output_slots))
         source = "\n".join(lines) + "\n"
@@ -185,6 +187,14 @@ class Executor:
     def _step_function(self, node, device):
         op = node.op
         if node.prim is not None:
+            static = node.prim.static_kernel
+            if static is not None and node.prim.single:
+                avals = [src.avals[i] for src, i in node.inputs]
+                if all(a.shape is not None for a in avals):  # ranks known
+                    kernel = static(device.backend, avals, dict(node.attrs))
+                    if kernel is not None:
+                        self._attrs_bound = True
+                        return kernel
             kernel = node.prim.kernel(device.backend)
             if node.prim.single:
                 return kernel
@@ -356,6 +366,19 @@ def _node_error(node, inputs, exc):
         exc.message = "%s (node %s)%s" % (exc.message, node.name, where)
         exc.args = (exc.message,)
         return exc
+    from eagerflow.framework import memory
+
+    if memory.is_out_of_memory(exc):
+        # The eager op's report (request, live and cached bytes, device size, shape hint),
+        # plus the node and the user's line.
+        try:
+            dev = _node_device(node)
+        except errors.OpError:
+            dev = None
+        call = "%s(%s)%s on %s" % (node.op, described, dispatch._attrs_text(node.attrs),
+                                   dev.name if dev is not None else node.device or "?")
+        return errors.ResourceExhaustedError(None, node.op, "%s (node %s)%s" % (
+            memory.out_of_memory_message(call, dev, exc), node.name, where))
     device = node.device or context.CPU0.name
     translated = dispatch._translate(node.prim, [], {}, None, exc) if node.prim else None
     detail = translated.message if translated is not None else str(exc)

@@ -69,7 +69,7 @@ def _sum_to_shape_static(xp, avals, attrs):
     """SumToShape with both shapes known: the reduced axes are computed once."""
     g_shape = tuple(avals[0].shape)
     shape = tuple(attrs["shape"])
-    if None in shape or len(g_shape) < len(shape):
+    if None in shape or None in g_shape or len(g_shape) < len(shape):
         return None
     if g_shape == shape:
         return lambda g: g

@@ -87,8 +87,8 @@ def execute(prim, args, attrs=_EMPTY):
                     if kernel is not None:
                         try:
                             out = kernel(a, b, **attrs) if attrs else kernel(a, b)
-                        except Exception as exc:  # noqa: BLE001 - translated below
-                            raise _translate(prim, args, attrs, device, exc) from None
+                        except Exception as exc:  # noqa: BLE001 - retried or translated
+                            out = _kernel_failed(prim, kernel, (a, b), args, attrs, device, exc)
                         if prim.single:
                             t = _new(Tensor)
                             t._value = out
@@ -109,8 +109,8 @@ def execute(prim, args, attrs=_EMPTY):
                     if kernel is not None:
                         try:
                             out = kernel(a, **attrs) if attrs else kernel(a)
-                        except Exception as exc:  # noqa: BLE001 - translated below
-                            raise _translate(prim, args, attrs, device, exc) from None
+                        except Exception as exc:  # noqa: BLE001 - retried or translated
+                            out = _kernel_failed(prim, kernel, (a,), args, attrs, device, exc)
                         if prim.single:
                             t = _new(Tensor)
                             t._value = out
@@ -178,8 +178,8 @@ def _execute_eager(prim, args, attrs):
     kernel = prim.kernels[device.backend_index] or prim.kernel(device.backend)
     try:
         out = kernel(*values, **attrs) if attrs else kernel(*values)
-    except Exception as exc:  # noqa: BLE001 - translated below
-        raise _translate(prim, inputs, attrs, device, exc) from None
+    except Exception as exc:  # noqa: BLE001 - retried or translated
+        out = _kernel_failed(prim, kernel, values, inputs, attrs, device, exc)
     if prim.single:
         result = wrap(out, device)
     else:
@@ -300,7 +300,24 @@ def copy_to_device(tensor, device):
         return wrap(src.backend.to_numpy(value), device)
     xp = device.backend.module
     with xp.cuda.Device(device.physical_index):
-        return wrap(xp.asarray(value), device)
+        try:
+            return wrap(xp.asarray(value), device)
+        except Exception as exc:  # noqa: BLE001 - only an allocation failure is handled
+            from eagerflow.framework import memory
+
+            if not memory.is_out_of_memory(exc):
+                raise
+            memory.release_cached(device, exc)
+            try:
+                return wrap(xp.asarray(value), device)
+            except Exception as again:  # noqa: BLE001 - reported with the device's state
+                if not memory.is_out_of_memory(again):
+                    raise
+                where = "copying %s from %s to %s" % (
+                    _describe_value(tensor), _dev(src), _dev(device))
+                raise errors.ResourceExhaustedError(
+                    None, "copy_to_device", memory.out_of_memory_message(where, device, again)
+                ) from None
 
 
 def _dtname(np_dtype):
@@ -346,8 +363,30 @@ def _attrs_text(attrs):
     return " with %s" % ", ".join("%s=%r" % kv for kv in attrs.items())
 
 
+def _kernel_failed(prim, kernel, values, inputs, attrs, device, exc):
+    """The exception path of a kernel call: returns a retry's output or raises.
+
+    A GPU allocation failure is retried once after the device's cached blocks are freed
+    (cupy's pool keeps freed blocks, and its memory limit counts them); anything else, or
+    a second failure, becomes the eagerflow error ``_translate`` makes of it. Only this path
+    pays for the retry (and imports the memory module): a kernel that succeeds costs no
+    more than before.
+    """
+    from eagerflow.framework import memory
+
+    if device.backend_index and memory.is_out_of_memory(exc):
+        memory.release_cached(device, exc)
+        try:
+            return kernel(*values, **attrs) if attrs else kernel(*values)
+        except Exception as again:  # noqa: BLE001 - translated below
+            exc = again
+    raise _translate(prim, inputs, attrs, device, exc) from None
+
+
 def _translate(prim, inputs, attrs, device, exc):
     """Turns a kernel's exception into an eagerflow error naming op, shapes, dtypes, device."""
+    from eagerflow.framework import memory
+
     where = "%s(%s)%s on %s" % (prim.name, _describe(inputs), _attrs_text(attrs), _dev(device))
     if isinstance(exc, errors.OpError):
         if exc.op is None:
@@ -356,13 +395,11 @@ def _translate(prim, inputs, attrs, device, exc):
             exc.message = "%s: %s" % (where, exc.message)
             exc.args = (exc.message,)
         return exc
+    if memory.is_out_of_memory(exc):
+        return errors.ResourceExhaustedError(
+            None, prim.name, memory.out_of_memory_message(where, device, exc))
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     name = type(exc).__name__
-    if isinstance(exc, MemoryError) or name in ("OutOfMemoryError", "CUDARuntimeError") and \
-            "memory" in str(exc).lower():
-        return errors.ResourceExhaustedError(
-            None, prim.name, "Out of memory in %s: %s. Reduce the batch or model size." % (
-                where, detail))
     if "broadcast" in detail or "shapes" in detail or "shape" in detail:
         fix = " Make the shapes equal or broadcast-compatible (reshape/expand_dims)."
     elif isinstance(exc, IndexError):

@@ -109,10 +109,11 @@ class Primitive:
             whose gradient nobody needs, so it can avoid computing them (a matmul's gradient
             for a constant operand is a whole matmul).
         static_kernel: Optional ``static_kernel(xp, avals, attrs) -> kernel or None``: a
-            kernel for inputs of these fully known abstract values, with the attrs bound
-            (called with the inputs only). The graph executor uses it when every input's
-            shape is static: checks and shape arithmetic then happen once, at compile time.
-            It must compute exactly what the general kernel computes.
+            kernel for inputs of these abstract values (ranks known, dimensions possibly
+            None), with the attrs bound (called with the inputs only), or None when the
+            general kernel is needed. The graph executor asks for it once per node, so
+            checks and shape arithmetic happen at compile time. It must compute exactly what
+            the general kernel computes.
     """
 
     __slots__ = (

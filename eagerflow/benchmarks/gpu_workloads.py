@@ -1,0 +1,100 @@
+"""GPU benchmark workloads: eagerflow on ``/gpu:0`` against raw cupy and torch on CUDA.
+
+They run only where cupy sees a CUDA GPU (``available``); the benchmark command otherwise says
+in one line that they were skipped and why. Every timed call ends by synchronizing the
+device (``cupy.cuda.Device.synchronize``, ``torch.cuda.synchronize``): kernels run
+asynchronously, and without the wait a call would time only their queueing.
+
+Columns: ``eagerflow``, ``cupy`` (the same math written directly in cupy: the floor, as numpy
+is on the CPU) and ``torch`` (eager, on CUDA). All cupy allocations of the process, the raw
+cupy column's included, go through eagerflow's peak-tracking allocator once a GPU is used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from eagerflow.benchmarks.workloads import Workload, _mlp_adam_step, _mlp_torch_step, _torch
+
+MLP_BATCH = 1024
+
+
+def available():
+    """Returns ``(True, "")`` when cupy sees a CUDA GPU, else ``(False, the reason)``."""
+    if importlib.util.find_spec("cupy") is None:
+        return False, "cupy is not installed (pip install 'eagerflow[gpu]')"
+    try:
+        import cupy
+
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # noqa: BLE001 - no driver, no device, wrong CUDA: all say "no"
+        text = str(exc).strip().splitlines()
+        return False, "cupy cannot use CUDA: %s" % (text[0] if text else type(exc).__name__)
+    if count == 0:
+        return False, "cupy sees no CUDA device"
+    return True, ""
+
+
+def _torch_cuda():
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return torch
+
+
+def _synchronized(fn, sync):
+    def call():
+        out = fn()
+        sync()
+        return out
+
+    return call
+
+
+def gpu_eager_add():
+    """``add`` of two float32[16] tensors on the GPU: per-op overhead, not bandwidth."""
+    import cupy
+
+    import eagerflow as ef
+
+    a = np.ones(16, np.float32)
+    with ef.device("/gpu:0"):
+        x, y = ef.constant(a), ef.constant(a)
+    ca, cb = cupy.asarray(a), cupy.asarray(a)
+    sync = cupy.cuda.Device(0).synchronize
+    fns = {"eagerflow": _synchronized(lambda: ef.add(x, y), sync),
+           "cupy": _synchronized(lambda: cupy.add(ca, cb), sync)}
+    torch = _torch_cuda()
+    if torch is not None:
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(a).cuda()
+        fns["torch"] = _synchronized(lambda: torch.add(ta, tb), torch.cuda.synchronize)
+    return fns
+
+
+def gpu_mlp_adam_step():
+    """One eager training step of the MLP 784-512-512-10 (GradientTape and Adam written
+    out, as the CPU workload) at batch 1024 on the GPU, against torch's eager step."""
+    import cupy
+
+    import eagerflow as ef
+
+    with ef.device("/gpu:0"):
+        step, x, labels = _mlp_adam_step(ef, batch=MLP_BATCH)
+    if "GPU" not in x.device:  # soft placement would silently time the CPU instead
+        raise RuntimeError("the MLP inputs landed on %s, not on the GPU" % x.device)
+    sync = cupy.cuda.Device(0).synchronize
+    fns = {"eagerflow": _synchronized(lambda: step(x, labels), sync)}
+    torch = _torch_cuda()
+    if torch is not None:
+        fns["torch"] = _synchronized(_mlp_torch_step(torch, batch=MLP_BATCH, device="cuda"),
+                                     torch.cuda.synchronize)
+    return fns
+
+
+WORKLOADS = [
+    Workload("gpu eager add f32[16]", gpu_eager_add, note="target <= 1.3x torch"),
+    Workload("gpu eager MLP 784-512-512-10 Adam b%d" % MLP_BATCH, gpu_mlp_adam_step,
+             note="target <= 1.5x torch"),
+]

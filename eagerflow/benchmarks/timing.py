@@ -9,9 +9,26 @@ import sys
 import time
 
 
+def warm_up(fn, calls=3, min_time=0.02, max_time=1.0):
+    """Calls ``fn`` until it has run ``calls`` times and for ``min_time`` seconds.
+
+    First calls are not steady state (kernel resolution, caches, a tape structure compiled
+    on its second sighting); one slow first call must not decide the batch size either, or
+    a batch of one call would be timed while the code is still cold.
+    """
+    start = time.perf_counter()
+    n = 0
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if (n >= calls and elapsed >= min_time) or elapsed >= max_time:
+            return
+
+
 def time_call(fn, min_time=0.2, repeats=5):
     """Returns the best (lowest) mean microseconds per call over ``repeats`` batches."""
-    fn()  # warm up: first-call costs (kernel resolution, caches) are not steady state
+    warm_up(fn)
     number = 1
     while True:
         start = time.perf_counter()
@@ -46,7 +63,7 @@ def time_interleaved(fns, min_time=0.2, repeats=7):
     """
     numbers = {}
     for name, fn in fns.items():
-        fn()
+        warm_up(fn)
         number = 1
         while True:
             start = time.perf_counter()

@@ -40,6 +40,7 @@ class ConcreteFunction:
         self._forward_count = forward_node_count if forward_node_count is not None else len(
             graph.nodes)
         self._executor = None
+        self._fast_call = None  # built on the first plain call (see _call_flat)
         self._gradient_pair = None
         self.name = function_name or graph.name
 
@@ -114,7 +115,11 @@ class ConcreteFunction:
         """Runs on flat eager tensors already matched to the signature by the caller."""
         if _state.tapes and self._needs_gradient(flat_tensors):
             return self._pack(self._call_recorded(flat_tensors))
+        fast = self._fast_call
+        if fast is not None:
+            return fast(flat_tensors)
         executor = self._executor or self.executor
+        self._fast_call = self._make_fast_call(executor)
         arrays = executor.run([t._value for t in flat_tensors],
                               [c._value for _, c in self.graph.captures])
         if self._single_output:
@@ -123,6 +128,22 @@ class ConcreteFunction:
                 device = flat_tensors[0]._device if flat_tensors else context.CPU0
             return wrap(arrays[0], device)
         return self._pack(self._wrap(arrays, flat_tensors))
+
+    def _make_fast_call(self, executor):
+        """The plain call of a one-output function on a known device, as one closure."""
+        if not self._single_output or executor.output_devices[0] is None:
+            return None
+        device = executor.output_devices[0]
+        run = executor.run
+        captures = tuple(c for _, c in self.graph.captures)
+        if not captures:
+            def fast_call(flat_tensors):
+                return wrap(run([t._value for t in flat_tensors], captures)[0], device)
+        else:
+            def fast_call(flat_tensors):
+                return wrap(run([t._value for t in flat_tensors],
+                                [c._value for c in captures])[0], device)
+        return fast_call
 
     @property
     def _single_output(self):

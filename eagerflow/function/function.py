@@ -208,6 +208,9 @@ def _fast_key(args, tensors_only=False):
     With an input_signature (``tensors_only``), Python values are converted to tensors by
     the slow path, so only all-tensor calls take the fast one.
     """
+    if len(args) == 1 and args[0].__class__ is Tensor:
+        value = args[0]._value
+        return ((value.dtype, value.shape),)
     key = []
     for a in args:
         cls = a.__class__

@@ -220,6 +220,26 @@ class _Experimental:
     """``config.experimental``: memory information and aliases."""
 
     @staticmethod
+    def set_host_memory_retention(enabled):
+        """Keeps (True, the default) or returns (False) freed host memory between steps.
+
+        See ``eagerflow.framework.host_allocator``: with retention, malloc reuses the
+        blocks of big temporaries instead of mapping fresh pages every training step. It is
+        applied when the first graph is compiled; call this before that to change it.
+
+        Returns:
+            True if the choice takes effect, False if the policy was already applied.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> isinstance(ef.config.experimental.set_host_memory_retention(True), bool)
+            True
+        """
+        from eagerflow.framework import host_allocator
+
+        return host_allocator.set_retention(enabled)
+
+    @staticmethod
     def get_memory_info(device):
         """Current and peak bytes in use on a GPU: ``{"current": int, "peak": int}``.
 

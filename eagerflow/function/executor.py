@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.framework import context
+from eagerflow.framework import context, host_allocator
 from eagerflow.framework.device_spec import DeviceSpec
 from eagerflow.ops import dispatch
 from eagerflow.tensor import wrap
@@ -44,6 +44,7 @@ class Executor:
 
     def __init__(self, graph):
         self.graph = graph
+        host_allocator.apply()  # graphs run loops of big temporaries: keep freed memory
         self._compile()
 
     def _compile(self):

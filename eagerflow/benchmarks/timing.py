@@ -53,7 +53,7 @@ def time_call(fn, min_time=0.2, repeats=5):
     return best * 1e6
 
 
-def time_interleaved(fns, min_time=0.2, repeats=7):
+def time_interleaved(fns, min_time=0.2, repeats=11):
     """Best mean microseconds per call for each callable, measured in alternation.
 
     On a shared machine the speed changes from second to second; timing the candidates

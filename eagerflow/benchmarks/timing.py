@@ -74,11 +74,15 @@ def time_interleaved(fns, min_time=0.2, repeats=11):
             number *= 4
         numbers[name] = number
     best = {name: float("inf") for name in fns}
+    order = list(fns.items())
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(repeats):
-            for name, fn in fns.items():
+        for r in range(repeats):
+            # Rotate who goes first: whatever a candidate leaves running (a library's
+            # spinning worker threads, a warm or cold cache) then falls on each in turn.
+            k = r % len(order)
+            for name, fn in order[k:] + order[:k]:
                 number = numbers[name]
                 start = time.perf_counter()
                 for _ in range(number):

@@ -53,7 +53,7 @@ def time_call(fn, min_time=0.2, repeats=5):
     return best * 1e6
 
 
-def time_interleaved(fns, min_time=0.2, repeats=11):
+def time_interleaved(fns, min_time=0.2, repeats=11, pause=0.05):
     """Best mean microseconds per call for each callable, measured in alternation.
 
     On a shared machine the speed changes from second to second; timing the candidates
@@ -79,10 +79,14 @@ def time_interleaved(fns, min_time=0.2, repeats=11):
     gc.disable()
     try:
         for r in range(repeats):
-            # Rotate who goes first: whatever a candidate leaves running (a library's
-            # spinning worker threads, a warm or cold cache) then falls on each in turn.
+            # Rotate who goes first, and pause between candidates: worker threads that a
+            # library leaves spinning after its last op (torch's OpenMP pool, OpenBLAS)
+            # would otherwise take the second core from the candidate timed next (measured:
+            # an MLP step timed right after torch's ran 1.45x its numpy floor, not 1.1x).
             k = r % len(order)
             for name, fn in order[k:] + order[:k]:
+                if len(order) > 1:
+                    time.sleep(pause)
                 number = numbers[name]
                 start = time.perf_counter()
                 for _ in range(number):

@@ -4,7 +4,6 @@ torch/tensorflow equivalents when those are importable."""
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import numpy as np
 
@@ -26,11 +25,6 @@ class Workload:
 def _torch():
     if not _available("torch"):
         return None
-    # Without this, torch's OpenMP workers spin after each op and take the second core
-    # from whatever is timed next (measured: the MLP step of the candidate timed right after
-    # torch ran 1.45x its numpy floor instead of 1.1x). Passive waiting also made torch's
-    # own MLP step faster on this 2-core machine. Must be set before torch is imported.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
 
     torch.set_num_threads(max(1, torch.get_num_threads()))

@@ -303,3 +303,43 @@ def test_speedup_of_two_matmul_chains_on_two_logical_devices():
     print("OK")
     """)
     print(out.strip().splitlines()[-2])
+
+
+@pytest.mark.gpu
+def test_mixed_cpu_gpu_function_matches_eager_with_gradients():
+    """A traced function split between the CPU and the GPU: Send/Recv across the two, the
+    same values and gradients as the eager CPU computation, and a fused GPU kernel."""
+    import numpy as np
+
+    import eagerflow as ef
+    from eagerflow.function import multi_device
+
+    def body(x, w):
+        with ef.device("/cpu:0"):
+            a = ef.tanh(ef.matmul(x, w))
+        with ef.device("/gpu:0"):
+            b = ef.nn.relu(a * 2.0 - 0.5) * a + 1.0  # an elementwise chain: one GPU kernel
+        with ef.device("/cpu:0"):
+            return ef.reduce_sum(b * a)
+
+    rng = np.random.default_rng(0)
+    x = ef.constant(rng.standard_normal((16, 8)))
+    w = ef.constant(rng.standard_normal((8, 4)))
+    traced = ef.function(body)
+    with ef.GradientTape() as tape:
+        tape.watch([x, w])
+        out = traced(x, w)
+    gx, gw = tape.gradient(out, [x, w])
+    with ef.GradientTape() as tape:
+        tape.watch([x, w])
+        ref = body(x, w)
+    rx, rw = tape.gradient(ref, [x, w])
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(gx.numpy(), rx.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(gw.numpy(), rw.numpy(), rtol=1e-10)
+    executor = traced.get_concrete_function(x, w).executor
+    assert isinstance(executor, multi_device.MultiDeviceExecutor)
+    assert executor.partitioned.num_sends == executor.partitioned.num_recvs >= 2
+    fused_on = {executor.placement[n.id].name for n in executor.graph.nodes
+                if n.op == "FusedElementwise"}
+    assert any("GPU" in name for name in fused_on), fused_on

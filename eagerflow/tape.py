@@ -146,10 +146,12 @@ def _make_entry(prim, inputs, attrs, result):
         keep = prim.saves_inputs
         if keep == "all":
             saved = tuple(inputs)
-        elif keep:
-            saved = tuple([t if i in keep else None for i, t in enumerate(inputs)])
+        elif not keep:
+            saved = (None,) * n
+        elif n == 2:
+            saved = (a if 0 in keep else None, b if 1 in keep else None)
         else:
-            saved = (None,) * len(inputs)
+            saved = tuple([t if i in keep else None for i, t in enumerate(inputs)])
         out = result if prim.saves_out else None
     if result.__class__ is tuple:
         out_ids = []

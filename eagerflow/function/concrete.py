@@ -180,23 +180,84 @@ class ConcreteFunction:
     # -- gradients --------------------------------------------------------------------------
     def _needs_gradient(self, flat_tensors):
         for tape in _state.tapes:
-            if not tape._recording:
-                continue
-            for t in flat_tensors:
-                if t._tid in tape._ids:
-                    return True
-            if tape._watch_accessed_variables:
-                for v in self.graph.variables:
-                    if v.trainable:
-                        return True
-            for v in self.graph.variables:
-                if v._tid in tape._ids:
-                    return True
+            if tape._recording and self._watched_by(tape, flat_tensors):
+                return True
         return False
+
+    def _watched_by(self, tape, flat_tensors):
+        """Whether ``tape`` watches an argument or a variable this function reads."""
+        for t in flat_tensors:
+            if t._tid in tape._ids:
+                return True
+        variables = self.graph.variables
+        if tape._watch_accessed_variables:
+            for v in variables:
+                if v.trainable:
+                    return True
+        for v in variables:
+            if v._tid in tape._ids:
+                return True
+        return False
+
+    def _nested_recording(self, flat_tensors):
+        """True when two or more recording tapes watch this call (a higher-order gradient)."""
+        watching = 0
+        for tape in _state.tapes:
+            if tape._recording and self._watched_by(tape, flat_tensors):
+                watching += 1
+        return watching > 1
+
+    def _interpret(self, flat_tensors):
+        """Runs the traced graph op by op through dispatch: its flat outputs, or None.
+
+        Every recording tape then records each primitive, exactly as for the eager Python,
+        so nested tapes get gradients of gradients through the call. Only graphs of
+        primitives, constants and variable reads/updates are interpreted (control flow and
+        prints keep the compiled path).
+        """
+        from eagerflow.ops.dispatch import execute
+
+        graph = self.graph
+        variables = graph.variables
+        for node in graph.nodes:
+            if node.prim is None and node.op not in _INTERPRETED_BUILTINS:
+                return None
+        values = {}
+        for node, t in zip(graph.inputs, flat_tensors):
+            values[(node.id, 0)] = t
+        for node, captured in graph.captures:
+            values[(node.id, 0)] = captured
+        for node in graph.nodes:
+            op = node.op
+            if op == "Placeholder":
+                continue
+            if op == "Const":
+                out = wrap(node.value, context.CPU0)
+            elif op == "ReadVariableOp":
+                out = variables[node.attrs["variable"]].read_value()
+            elif op in _ASSIGNS:
+                variable = variables[node.attrs["variable"]]
+                getattr(variable, _ASSIGNS[op])(values[(node.inputs[0][0].id,
+                                                        node.inputs[0][1])])
+                continue
+            else:
+                args = tuple(values[(src.id, i)] for src, i in node.inputs)
+                out = execute(node.prim, args, dict(node.attrs))
+            if isinstance(out, tuple):
+                for i, o in enumerate(out):
+                    values[(node.id, i)] = o
+            else:
+                values[(node.id, 0)] = out
+        return [values[(node.id, i)] for node, i in graph.outputs]
 
     def _call_recorded(self, flat_tensors):
         from eagerflow.function import gradient_split
         from eagerflow.tape import _Entry, _assign_id, _is_float
+
+        if self._nested_recording(flat_tensors):
+            result = self._interpret(flat_tensors)
+            if result is not None:
+                return result
 
         if self._gradient_pair is None:
             self._gradient_pair = gradient_split.build(self)
@@ -242,6 +303,12 @@ class ConcreteFunction:
                 tape._entries.append(entry)
                 tape._ids.update(entry.output_ids)
         return outputs
+
+
+_ASSIGNS = {"AssignVariableOp": "assign", "AssignAddVariableOp": "assign_add",
+            "AssignSubVariableOp": "assign_sub"}
+_INTERPRETED_BUILTINS = frozenset(("Placeholder", "Const", "ReadVariableOp")) | frozenset(
+    _ASSIGNS)
 
 
 def _make_packer(structure, output_map):

@@ -198,10 +198,12 @@ _structure_key = None
 _replay_cache = {}
 
 
-def _replay_runner(live, targets, source_ids, wanted):
+def _replay_runner(live, targets, source_ids, wanted, seeds=None):
     key = _structure_key(live, [getattr(t, "_tid", 0) for t in targets], source_ids)
     if key is None:
         return None
+    if seeds is not None:
+        key = key + ("seeded",)
     try:
         runner = _replay_cache.get(key)
     except TypeError:  # an unhashable attr: this structure is differentiated eagerly
@@ -214,7 +216,20 @@ def _replay_runner(live, targets, source_ids, wanted):
     _seen_structures[key] = count
     if count < 2:
         return None
-    return _backward_compiler(live, targets, source_ids, wanted, key)
+    return _backward_compiler(live, targets, source_ids, wanted, key, seeds is not None)
+
+
+def _replayable_seeds(targets, seeds):
+    """True when every cotangent is an eager tensor of its target's shape and dtype (so a
+    compiled backward with the cotangents as inputs applies)."""
+    for t, s in zip(targets, seeds):
+        if s.__class__ is not Tensor or t.__class__ is not Tensor or \
+                s._value.shape != t._value.shape or s._value.dtype != t._value.dtype or \
+                s._device is not t._device:
+            return False
+    return True
+
+
 context.variable_read_hook = _variable_read
 
 
@@ -444,14 +459,15 @@ class GradientTape:
                     reachable.update(e.output_ids)
                     live.append(e)
                     break
-        if seeds is None and _backward_compiler is not None and _state.trace is None:
+        if _backward_compiler is not None and _state.trace is None and (
+                seeds is None or _replayable_seeds(targets, seeds)):
             for t in _state.tapes:
                 if t._recording:
                     break
             else:
-                runner = _replay_runner(live, targets, source_ids, wanted)
+                runner = _replay_runner(live, targets, source_ids, wanted, seeds)
                 if runner is not None:
-                    return runner(live, targets)
+                    return runner(live, targets, seeds or ())
         return _propagate(live, targets, source_ids, wanted, seeds)
 
     # -- explanations -----------------------------------------------------------------------
@@ -513,7 +529,9 @@ class GradientTape:
 
         The result for a source of shape S and a target of shape T has shape T + S.
         Computed with one backward pass per target element (each a one-hot cotangent),
-        which is correct for every op; ``batch_jacobian`` is vectorized over the batch.
+        which is correct for every op; from the second row on the rows replay one compiled
+        backward graph with the cotangent as its input. ``batch_jacobian`` is vectorized
+        over the batch.
 
         Example:
             >>> import eagerflow as ef

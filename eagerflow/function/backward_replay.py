@@ -64,14 +64,18 @@ def structure_key(entries, target_ids, source_ids):
             tuple([local[i] for i in source_ids]))
 
 
-def compile_backward(entries, targets, source_ids, wanted, key):
-    """Traces and compiles the backward pass of this tape structure; returns its runner."""
+def compile_backward(entries, targets, source_ids, wanted, key, seeded=False):
+    """Traces and compiles the backward pass of this tape structure; returns its runner.
+
+    With ``seeded``, the targets' cotangents (``output_gradients``) are inputs of the graph,
+    one per target with the target's shape and dtype; otherwise they are ones.
+    """
     from eagerflow import tape as tape_lib
 
-    def backward_fn(shadows, symbolic_targets, ids):
-        return tape_lib._propagate(shadows, symbolic_targets, ids, wanted, None)
+    def backward_fn(shadows, symbolic_targets, ids, seeds):
+        return tape_lib._propagate(shadows, symbolic_targets, ids, wanted, seeds)
 
-    runner = _build(entries, targets, source_ids, backward_fn)
+    runner = _build(entries, targets, source_ids, backward_fn, seeded)
     if len(_CACHE) >= _MAX_CACHE:
         _CACHE.clear()
     _CACHE[key] = runner
@@ -100,7 +104,7 @@ class _Shadow:
     name = property(lambda self: self.prim.name)
 
 
-def _build(entries, targets, source_ids, backward_fn):
+def _build(entries, targets, source_ids, backward_fn, seeded):
     from eagerflow.function import passes
     from eagerflow.function.multi_device import make_executor
 
@@ -128,8 +132,9 @@ def _build(entries, targets, source_ids, backward_fn):
         s = placeholder(t, "target")
         s._tid = t._tid
         target_syms.append(s)
+    seed_syms = [placeholder(t, "seed") for t in targets] if seeded else None
     with tracing(tracer):
-        grads = backward_fn(shadows, target_syms, source_ids)
+        grads = backward_fn(shadows, target_syms, source_ids, seed_syms)
     slots = []
     for g in grads:
         if g is None:
@@ -143,7 +148,7 @@ def _build(entries, targets, source_ids, backward_fn):
 
     captures = [c for _, c in graph.captures]
 
-    def run(live_entries, live_targets):
+    def run(live_entries, live_targets, seeds=()):
         args = []
         append = args.append
         for e in live_entries:
@@ -157,6 +162,8 @@ def _build(entries, targets, source_ids, backward_fn):
                 else:
                     append(out._value)
         for t in live_targets:
+            append(t._value)
+        for t in seeds:
             append(t._value)
         values = executor.run(args, [c._value for c in captures] if captures else ())
         device = devices[0]

@@ -432,7 +432,6 @@ class GradientTape:
 
     def _backward(self, targets, sources, seeds):
         ids = self._ids
-        floats = _FLOAT_DTYPES
         source_ids = []
         wanted = set()
         for s in sources:
@@ -444,10 +443,8 @@ class GradientTape:
             if tid not in ids:
                 tid = 0
             source_ids.append(tid)
-            if tid:
-                value = getattr(s, "_value", None)
-                if value is not None and floats[value.dtype]:
-                    wanted.add(tid)
+            if tid and _source_is_float(s):
+                wanted.add(tid)
         if not wanted:
             return [None] * len(sources)
         # Forward reachability from the sources prunes entries that cannot matter.
@@ -735,9 +732,7 @@ def _source_value(src):
 
 def _source_is_float(src):
     value = getattr(src, "_value", None)
-    if value is None:
-        return False
-    return _is_float(value.dtype)
+    return value is not None and _FLOAT_DTYPES[value.dtype]
 
 
 def _describe_source(src):

@@ -26,33 +26,6 @@ def warm_up(fn, calls=3, min_time=0.02, max_time=1.0):
             return
 
 
-def time_call(fn, min_time=0.2, repeats=5):
-    """Returns the best (lowest) mean microseconds per call over ``repeats`` batches."""
-    warm_up(fn)
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time / repeats or number >= 1 << 20:
-            break
-        number *= 4
-    best = float("inf")
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best = min(best, (time.perf_counter() - start) / number)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return best * 1e6
-
-
 def time_interleaved(fns, min_time=0.2, repeats=11, pause=0.05):
     """Best mean microseconds per call for each callable, measured in alternation.
 

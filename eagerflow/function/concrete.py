@@ -40,7 +40,7 @@ class ConcreteFunction:
         self._forward_count = forward_node_count if forward_node_count is not None else len(
             graph.nodes)
         self._executor = None
-        self._fast_call = None  # built on the first plain call (see _call_flat)
+        self._fast_call = None  # built on the first plain call; False if none applies
         self._gradient_pair = None
         self.name = function_name or graph.name
 
@@ -116,10 +116,11 @@ class ConcreteFunction:
         if _state.tapes and self._needs_gradient(flat_tensors):
             return self._pack(self._call_recorded(flat_tensors))
         fast = self._fast_call
-        if fast is not None:
+        if fast is None:  # first plain call: False when no closure applies
+            fast = self._fast_call = self._make_fast_call(self.executor) or False
+        if fast:
             return fast(flat_tensors)
-        executor = self._executor or self.executor
-        self._fast_call = self._make_fast_call(executor)
+        executor = self._executor
         arrays = executor.run([t._value for t in flat_tensors],
                               [c._value for _, c in self.graph.captures])
         if self._single_output:
@@ -155,13 +156,7 @@ class ConcreteFunction:
         return single
 
     def _capture_values(self):
-        values = []
-        for _, captured in self.graph.captures:
-            if getattr(captured, "_is_variable", False):
-                values.append(captured._value)
-            else:
-                values.append(captured._value)
-        return values
+        return [captured._value for _, captured in self.graph.captures]
 
     def _wrap(self, arrays, flat_tensors, executor=None):
         executor = executor or self.executor

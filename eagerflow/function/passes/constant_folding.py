@@ -20,10 +20,10 @@ from eagerflow.function.passes.common import Substitution, is_pure, new_node
 from eagerflow.ops.registry import AbstractValue
 
 MAX_ELEMENTS = 1_000_000
-SHAPE_ONLY = frozenset(("Shape", "Size", "Rank", "ZerosLike", "OnesLike"))
-# Ops with some inputs read only for their shape: op -> indices of those inputs. (The
-# gradient of a full reduction broadcasts a constant seed to the input's shape.)
-SHAPE_ONLY_INPUTS = {"BroadcastReduced": (1,)}
+# Ops with inputs read only for their shape: op -> indices of those inputs. (The gradient
+# of a full reduction broadcasts a constant seed to the input's shape.)
+SHAPE_ONLY_INPUTS = {"Shape": (0,), "Size": (0,), "Rank": (0,), "ZerosLike": (0,),
+                     "OnesLike": (0,), "BroadcastReduced": (1,)}
 # Filling a shape is cheap at run time; a big folded fill would only cost memory and a
 # large serialized graph.
 MAX_FILL_ELEMENTS = 4096
@@ -70,8 +70,7 @@ def _foldable_inputs(node):
     for aval in node.avals:  # skip big results before computing them
         if aval.shape and None not in aval.shape and math.prod(aval.shape) > MAX_ELEMENTS:
             return None
-    name = node.prim.name
-    shape_only = (0,) if name in SHAPE_ONLY else SHAPE_ONLY_INPUTS.get(name, ())
+    shape_only = SHAPE_ONLY_INPUTS.get(node.prim.name, ())
     values = []
     for k, (src, idx) in enumerate(node.inputs):
         if k in shape_only:

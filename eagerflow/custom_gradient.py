@@ -129,7 +129,7 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
         tuple(_is_float(o._value.dtype) for o in input_objs), None, None, {},
         (), tuple((o._value.shape, o._value.dtype, o._device) for o in outputs),
         backward=backward)
-    from eagerflow.tape import _assign_id
+    from eagerflow.tape import _append_entry, _assign_id
 
     entry.output_ids = tuple(_assign_id(o) for o in outputs)
     for tape in tapes:
@@ -138,8 +138,7 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
                 tape._watch_variable(v)
         if any(i in tape._ids for i in entry.input_ids if i) or any(
                 v._tid in tape._ids for v in variables):
-            tape._entries.append(entry)
-            tape._ids.update(entry.output_ids)
+            _append_entry(tape, entry)
     return nest.pack_sequence_as(result, outputs)
 
 

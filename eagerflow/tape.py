@@ -30,6 +30,7 @@ import logging
 
 from eagerflow import errors
 from eagerflow import nest
+from eagerflow import tape_plan
 from eagerflow.framework import context
 from eagerflow.ops import dispatch
 from eagerflow.ops.vjp import apply_vjp
@@ -101,10 +102,28 @@ def _record(tapes, prim, inputs, attrs, result):
                 break
         else:
             continue
+        plan = tape._plan
+        if plan is not False:  # following a plan (None: the tape's first op decides)
+            if plan is None:
+                plan = tape_plan.start(tape, prim)
+            if plan and tape_plan.follow(tape, plan, prim, inputs, attrs, result):
+                continue
         if entry is None:
             entry = _make_entry(prim, inputs, attrs, result)
-        tape._entries.append(entry)
-        ids.update(entry.output_ids)
+        tape._recorded.append(entry)
+        for tid in entry.output_ids:
+            if tid not in ids:
+                ids[tid] = len(ids)
+
+
+def _append_entry(tape, entry):
+    """Records an entry built elsewhere (a @function call, control flow, custom_gradient)."""
+    tape_plan.materialize(tape)
+    tape._recorded.append(entry)
+    ids = tape._ids
+    for tid in entry.output_ids:
+        if tid not in ids:
+            ids[tid] = len(ids)
 
 
 class _FloatDtypes(dict):
@@ -116,43 +135,46 @@ class _FloatDtypes(dict):
 
 
 _FLOAT_DTYPES = _FloatDtypes()
+_new = object.__new__
 
 
 def _make_entry(prim, inputs, attrs, result):
-    # The hot path of every recorded op: one- and two-input ops (nearly all) are unrolled.
+    # The hot path of every recorded op: one- and two-input ops (nearly all) are unrolled,
+    # and the entry's slots are filled here rather than through a constructor call.
     floats = _FLOAT_DTYPES
+    e = _new(_Entry)
     n = len(inputs)
     if n == 2:
         a, b = inputs
         va = a._value
         vb = b._value
-        ids = (a._tid, b._tid)
-        shapes = (va.shape, vb.shape)
-        is_float = (floats[va.dtype], floats[vb.dtype])
+        e.input_ids = (a._tid, b._tid)
+        e.input_shapes = (va.shape, vb.shape)
+        e.input_float = (floats[va.dtype], floats[vb.dtype])
     elif n == 1:
         a = inputs[0]
         va = a._value
-        ids = (a._tid,)
-        shapes = (va.shape,)
-        is_float = (floats[va.dtype],)
+        e.input_ids = (a._tid,)
+        e.input_shapes = (va.shape,)
+        e.input_float = (floats[va.dtype],)
     else:
-        ids = tuple([t._tid for t in inputs])
-        shapes = tuple([t._value.shape for t in inputs])
-        is_float = tuple([floats[t._value.dtype] for t in inputs])
+        e.input_ids = tuple([t._tid for t in inputs])
+        e.input_shapes = tuple([t._value.shape for t in inputs])
+        e.input_float = tuple([floats[t._value.dtype] for t in inputs])
     if prim.vjp is None:
-        saved = ()
-        out = None
+        e.inputs = ()
+        e.out = None
     else:
         keep = prim.saves_inputs
-        if keep == "all":
-            saved = tuple(inputs)
+        if keep.__class__ is str:  # "all"
+            e.inputs = tuple(inputs)
         elif not keep:
-            saved = (None,) * n
+            e.inputs = (None,) * n
         elif n == 2:
-            saved = (a if 0 in keep else None, b if 1 in keep else None)
+            e.inputs = (a if 0 in keep else None, b if 1 in keep else None)
         else:
-            saved = tuple([t if i in keep else None for i, t in enumerate(inputs)])
-        out = result if prim.saves_out else None
+            e.inputs = tuple([t if i in keep else None for i, t in enumerate(inputs)])
+        e.out = result if prim.saves_out else None
     if result.__class__ is tuple:
         out_ids = []
         meta = []
@@ -162,26 +184,29 @@ def _make_entry(prim, inputs, attrs, result):
                 tid = o._tid = _next_id()
             out_ids.append(tid)
             meta.append((o._value.shape, o._value.dtype, o._device))
-        out_ids = tuple(out_ids)
-        meta = tuple(meta)
+        e.output_ids = tuple(out_ids)
+        e.output_meta = tuple(meta)
     else:
         tid = result._tid
         if not tid:
             tid = result._tid = _next_id()
         value = result._value
-        out_ids = (tid,)
-        meta = ((value.shape, value.dtype, result._device),)
-    return _Entry(prim, ids, shapes, is_float, saved, out, attrs, out_ids, meta)
+        e.output_ids = (tid,)
+        e.output_meta = ((value.shape, value.dtype, result._device),)
+    e.prim = prim
+    e.attrs = attrs
+    e.backward = None
+    return e
 
 
 def _variable_read(variable, tensor):
     """Called when a variable is read under an active tape: auto-watch and link ids."""
+    tid = variable._tid or 0
+    tensor._tid = tid
     for tape in _state.tapes:
-        if not tape._recording:
-            continue
-        if variable.trainable and tape._watch_accessed_variables:
+        if tape._recording and tid not in tape._variables and \
+                tape._watch_accessed_variables and variable.trainable:
             tape._watch_variable(variable)
-    tensor._tid = variable._tid if variable._tid else 0
 
 
 dispatch.set_tape_recorder(_record)
@@ -193,17 +218,14 @@ _backward_compiler = None
 _seen_structures = {}
 
 
-# Set with the compiler: the structure key of a tape and the cache of compiled runners.
-_structure_key = None
+# Set with the compiler: live entries with their structure key, and the compiled runners.
+_live_structure = None
 _replay_cache = {}
 
 
-def _replay_runner(live, targets, source_ids, wanted, seeds=None):
-    key = _structure_key(live, [getattr(t, "_tid", 0) for t in targets], source_ids)
-    if key is None:
-        return None
-    if seeds is not None:
-        key = key + ("seeded",)
+def _replay_runner(key, live, targets, source_ids, wanted, seeds):
+    """The compiled backward for this structure key, or None while it is differentiated
+    eagerly (the first sighting of a structure)."""
     try:
         runner = _replay_cache.get(key)
     except TypeError:  # an unhashable attr: this structure is differentiated eagerly
@@ -217,6 +239,27 @@ def _replay_runner(live, targets, source_ids, wanted, seeds=None):
     if count < 2:
         return None
     return _backward_compiler(live, targets, source_ids, wanted, key, seeds is not None)
+
+
+def _any_recording():
+    """True while some tape records (a backward pass must then run op by op, recorded)."""
+    for t in _state.tapes:
+        if t._recording:
+            return True
+    return False
+
+
+def _reachable(entries, wanted):
+    """The entries forward-reachable from the wanted sources (the others cannot matter)."""
+    reachable = set(wanted)
+    live = []
+    for e in entries:
+        for tid in e.input_ids:
+            if tid in reachable:
+                reachable.update(e.output_ids)
+                live.append(e)
+                break
+    return live
 
 
 def _replayable_seeds(targets, seeds):
@@ -251,17 +294,32 @@ class GradientTape:
         np.float32(12.0)
     """
 
+    # State flags, set on the instance when they change (a tape is built at every step).
+    _recording = False
+    _active = False
+    _used = False
+    _stopped = False  # was recording ever stopped (for None explanations)
+    # The recording plan this tape follows (eagerflow.tape_plan): None until its first
+    # recorded op decides, then a Plan, or False for ordinary entries.
+    _plan = None
+    _pos = 0  # the number of planned steps recorded
+
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self._persistent = bool(persistent)
         self._watch_accessed_variables = bool(watch_accessed_variables)
-        self._entries = []
-        self._ids = set()  # ids of every tensor this tape watches or recorded
-        self._watched_ids = set()  # explicitly watched (or accessed-variable) ids
+        self._recorded = []  # entries, in record order
+        self._saved = []  # while following a plan: the tensors its backward reads
+        # Every tensor id this tape watches or recorded -> its tape-local number (the order
+        # it was first seen in); plans describe wiring with these numbers.
+        self._ids = {}
         self._variables = {}  # variable id -> variable, in watch order
-        self._recording = False
-        self._active = False
-        self._used = False
-        self._stopped = False  # was recording ever stopped (for None explanations)
+
+    @property
+    def _entries(self):
+        """The recorded entries (steps followed by a plan are materialized first)."""
+        if self._plan:
+            tape_plan.materialize(self)
+        return self._recorded
 
     # -- recording ------------------------------------------------------------------------
     def __enter__(self):
@@ -301,15 +359,16 @@ class GradientTape:
                 _log.debug("Watching a tensor of dtype %s: its gradient will be None",
                            t.dtype.name)
             tid = _assign_id(t)
-            self._ids.add(tid)
-            self._watched_ids.add(tid)
+            if tid not in self._ids:
+                self._ids[tid] = len(self._ids)
 
     def _watch_variable(self, variable):
         tid = variable._tid
         if tid not in self._variables:
             self._variables[tid] = variable
-            self._ids.add(tid)
-            self._watched_ids.add(tid)
+            ids = self._ids
+            if tid not in ids:
+                ids[tid] = len(ids)
 
     def watched_variables(self):
         """The variables this tape watches, in the order they were first watched."""
@@ -332,9 +391,11 @@ class GradientTape:
 
     def reset(self):
         """Clears everything recorded so far (the tape stays active)."""
-        self._entries = []
-        self._ids = set()
-        self._watched_ids = set()
+        self._recorded = []
+        self._saved = []
+        self._plan = False  # a reset tape records ordinary entries
+        self._pos = 0
+        self._ids = {}
         self._variables = {}
         self._used = False
 
@@ -383,7 +444,10 @@ class GradientTape:
             self._recording = was_recording and self._active
         self._used = True
         if not self._persistent:
-            self._entries = []
+            self._recorded = []
+            self._saved = []
+            self._plan = False
+            self._pos = 0
         for g in grads:
             if g is None:  # (not ``None in grads``: tensors compare elementwise)
                 grads = self._fill_none(grads, flat_targets, flat_sources, unconnected)
@@ -431,6 +495,11 @@ class GradientTape:
         return self._why_none(nest.flatten(target), source)
 
     def _backward(self, targets, sources, seeds):
+        plan = self._plan
+        if plan and seeds is None and _state.trace is None and not _any_recording():
+            grads = tape_plan.run(self, plan, targets, sources)
+            if grads is not None:
+                return grads
         ids = self._ids
         source_ids = []
         wanted = set()
@@ -447,27 +516,25 @@ class GradientTape:
                 wanted.add(tid)
         if not wanted:
             return [None] * len(sources)
-        # Forward reachability from the sources prunes entries that cannot matter.
-        reachable = set(wanted)
-        live = []
-        for e in self._entries:
-            for tid in e.input_ids:
-                if tid in reachable:
-                    reachable.update(e.output_ids)
-                    live.append(e)
-                    break
         if _backward_compiler is not None and _state.trace is None and (
                 seeds is None or _replayable_seeds(targets, seeds)):
-            for t in _state.tapes:
-                if t._recording:
-                    break
-            else:
-                runner = _replay_runner(live, targets, source_ids, wanted, seeds)
+            if not _any_recording():
+                entries = self._entries
+                # One pass finds the live entries and the key of their structure.
+                live, key = _live_structure(entries, wanted, source_ids,
+                                            [getattr(t, "_tid", 0) for t in targets])
+                runner = None if key is None else _replay_runner(
+                    key if seeds is None else key + ("seeded",), live, targets, source_ids,
+                    wanted, seeds)
                 if runner is not None:
+                    if seeds is None and len(targets) == 1 and len(live) == len(entries):
+                        # The next tape recording this structure follows a plan instead.
+                        tape_plan.make_plan(self, live, targets[0], sources, runner)
                     return runner(live, targets, seeds or ())
-        return _propagate(live, targets, source_ids, wanted, seeds)
+                return _propagate(live, targets, source_ids, wanted, seeds)
+        return _propagate(_reachable(self._entries, wanted), targets, source_ids, wanted,
+                          seeds)
 
-    # -- explanations -----------------------------------------------------------------------
     # -- explanations -----------------------------------------------------------------------
     def _why_none(self, targets, source):
         if not _source_is_float(source):

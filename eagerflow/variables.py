@@ -28,6 +28,8 @@ from eagerflow.framework import context
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
 from eagerflow.tensor_shape import TensorShape
 
+_new = object.__new__
+
 __all__ = ["Variable", "VariableAggregation", "VariableSynchronization",
            "variable_creator_scope"]
 
@@ -236,9 +238,15 @@ class Variable(metaclass=_VariableMeta):
 
         Inside a traced function this is a ReadVariableOp node: the value when the graph runs.
         """
-        trace = _state.trace
-        t = wrap(self._value, self._device) if trace is None else trace.read_variable(self)
-        if _state.tapes:
+        st = _state
+        if st.trace is None:
+            t = _new(Tensor)  # wrap(), inlined: this read is in every step of a training loop
+            t._value = self._value
+            t._device = self._device
+            t._tid = 0
+        else:
+            t = st.trace.read_variable(self)
+        if st.tapes:
             context.variable_read_hook(self, t)
         return t
 

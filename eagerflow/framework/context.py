@@ -230,16 +230,17 @@ def pop_device_scope(token):
 
 
 def push_tape(tape):
+    # Tapes do not make dispatch take its slow path, so ``refresh`` is not needed here.
     state.tapes = state.tapes + (tape,)
-    state.refresh()
 
 
 def pop_tape(tape):
     tapes = state.tapes
-    if tape in tapes:
+    if tapes and tapes[-1] is tape:
+        state.tapes = tapes[:-1]
+    elif tape in tapes:
         index = len(tapes) - 1 - tapes[::-1].index(tape)
         state.tapes = tapes[:index] + tapes[index + 1:]
-    state.refresh()
 
 
 def set_trace_hook(hook):

@@ -10,7 +10,7 @@ def _install_backward_replay():
     from eagerflow.function import backward_replay
 
     tape._backward_compiler = backward_replay.compile_backward
-    tape._structure_key = backward_replay.structure_key
+    tape._live_structure = backward_replay.live_structure
     tape._replay_cache = backward_replay._CACHE
 
 

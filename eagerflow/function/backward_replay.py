@@ -23,14 +23,16 @@ _CACHE = {}
 _MAX_CACHE = 64
 
 
-def structure_key(entries, target_ids, source_ids):
-    """A hashable description of the live entries, or None when replay does not apply.
+def live_structure(entries, wanted, source_ids, target_ids):
+    """The entries forward-reachable from the wanted sources, and a hashable key of their
+    structure (None when replay does not apply), found in one pass.
 
     Two tapes with equal keys run the same backward graph: equal primitives, attrs, input
     wiring, input shapes, saved values' dtypes and output metadata. (A rule can only depend
-    on an input's dtype if it saves that input, so saved dtypes are enough.) Attrs enter as
-    their items in call order; a key holding an unhashable attr fails at lookup, where the
-    caller treats it as "no replay".
+    on an input's dtype if it saves that input, so saved dtypes are enough; whether the
+    output is saved follows from the primitive.) Attrs enter as their items in call order;
+    a key holding an unhashable attr fails at lookup, where the caller treats it as "no
+    replay".
     """
     # Sources first, so that which leaf input is which source is part of the key.
     local = {}
@@ -40,28 +42,48 @@ def structure_key(entries, target_ids, source_ids):
             local[i] = n
             n += 1
     get = local.get
+    reachable = set(wanted)
+    live = []
     parts = []
     for e in entries:
+        input_ids = e.input_ids
+        for tid in input_ids:
+            if tid in reachable:
+                break
+        else:
+            continue
+        output_ids = e.output_ids
+        reachable.update(output_ids)
+        live.append(e)
+        if parts is None:
+            continue
         prim = e.prim
         if prim is None or e.backward is not None:
-            return None
+            parts = None  # a custom gradient: differentiated eagerly
+            continue
         attrs = e.attrs
         inputs = e.inputs
         if len(inputs) == 2:
             a, b = inputs
             saved = (None if a is None else a._value.dtype, None if b is None else b._value.dtype)
-            wiring = (get(e.input_ids[0], -1), get(e.input_ids[1], -1))
+            wiring = (get(input_ids[0], -1), get(input_ids[1], -1))
+        elif len(inputs) == 1:
+            a = inputs[0]
+            saved = None if a is None else a._value.dtype
+            wiring = get(input_ids[0], -1)
         else:
             saved = tuple([None if t is None else t._value.dtype for t in inputs])
-            wiring = tuple([get(i, -1) for i in e.input_ids])
+            wiring = tuple([get(i, -1) for i in input_ids])
         parts.append((prim, tuple(attrs.items()) if attrs else None, wiring, e.input_shapes,
-                      saved, e.out is None, e.output_meta))
-        for i in e.output_ids:
+                      saved, e.output_meta))
+        for i in output_ids:
             if i not in local:  # an intermediate source keeps its source number
                 local[i] = n
                 n += 1
-    return (tuple(parts), tuple([get(i, -1) for i in target_ids]),
-            tuple([local[i] for i in source_ids]))
+    if parts is None:
+        return live, None
+    return live, (tuple(parts), tuple([get(i, -1) for i in target_ids]),
+                  tuple([local[i] for i in source_ids]))
 
 
 def compile_backward(entries, targets, source_ids, wanted, key, seeded=False):
@@ -144,9 +166,13 @@ def _build(entries, targets, source_ids, backward_fn, seeded):
             slots.append(len(graph.outputs))
             graph.outputs.append((g._node, g._index))
     executor = make_executor(passes.optimize(graph))
-    devices = [t._device for t in targets]
-
+    device = targets[0]._device
     captures = [c for _, c in graph.captures]
+
+    def run_flat(args):
+        """The gradients from the flat saved arrays, targets and cotangents, in order."""
+        values = executor.run(args, [c._value for c in captures] if captures else ())
+        return [None if s is None else wrap(values[s], device) for s in slots]
 
     def run(live_entries, live_targets, seeds=()):
         args = []
@@ -165,8 +191,8 @@ def _build(entries, targets, source_ids, backward_fn, seeded):
             append(t._value)
         for t in seeds:
             append(t._value)
-        values = executor.run(args, [c._value for c in captures] if captures else ())
-        device = devices[0]
-        return [None if s is None else wrap(values[s], device) for s in slots]
+        return run_flat(args)
 
+    run.flat = run_flat  # for recording plans (eagerflow.tape_plan), which keep the args flat
+    run.no_plan = False  # set by tape_plan when this structure cannot be planned
     return run

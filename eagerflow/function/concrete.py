@@ -247,7 +247,7 @@ class ConcreteFunction:
 
     def _call_recorded(self, flat_tensors):
         from eagerflow.function import gradient_split
-        from eagerflow.tape import _Entry, _assign_id, _is_float
+        from eagerflow.tape import _append_entry, _assign_id, _Entry, _is_float
 
         if self._nested_recording(flat_tensors):
             result = self._interpret(flat_tensors)
@@ -295,8 +295,7 @@ class ConcreteFunction:
             if not tape._recording:
                 continue
             if any(i and i in tape._ids for i in entry.input_ids):
-                tape._entries.append(entry)
-                tape._ids.update(entry.output_ids)
+                _append_entry(tape, entry)
         return outputs
 
 

@@ -55,7 +55,7 @@ def _is_float(t):
 # -- recording ---------------------------------------------------------------------------------
 def record(kind, inputs, outputs, backward):
     """Records one control-flow node on every recording tape that watches an input."""
-    from eagerflow.tape import _Entry, _assign_id
+    from eagerflow.tape import _append_entry, _assign_id, _Entry
 
     tapes = [t for t in _state.tapes if t._recording and any(
         x._tid and x._tid in t._ids for x in inputs)]
@@ -69,8 +69,7 @@ def record(kind, inputs, outputs, backward):
         tuple((o._value.shape, o._value.dtype, None) for o in outputs), backward=backward)
     entry.output_ids = tuple(_assign_id(o) for o in outputs)
     for tape in tapes:
-        tape._entries.append(entry)
-        tape._ids.update(entry.output_ids)
+        _append_entry(tape, entry)
 
 
 def _cotangents(cotangent):

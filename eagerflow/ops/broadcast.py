@@ -80,6 +80,16 @@ def _sum_to_shape_static(xp, avals, attrs):
         return None  # not a broadcast: the general kernel raises the error
     if not axes:
         return lambda g: g.reshape(shape)
+    dtype = avals[0].dtype
+    if xp.module is np and dtype is not None and dtype.np_dtype.kind in "fc" and \
+            dtype.np_dtype.itemsize > 2:
+        # The usual bias gradient: one ufunc reduce, with no keepdims reshape when the
+        # reduced shape already is the target (reducing the leading axes only).
+        add_reduce = np.add.reduce
+        dropped = tuple(d for i, d in enumerate(g_shape) if i not in axes)
+        if dropped == shape:
+            return lambda g: add_reduce(g, axes)
+        return lambda g: add_reduce(g, axes, None, None, True).reshape(shape)
 
     def kernel(g):
         return g.sum(axis=axes, keepdims=True).reshape(shape).astype(g.dtype, copy=False)

@@ -49,9 +49,14 @@ EXPORTS = {
 # --------------------------------------------------------------------------------------
 
 def _sum_kernel(xp):
+    # numpy's ufunc reduce directly: ndarray.sum goes through a Python wrapper first.
+    add_reduce = np.add.reduce if xp.module is np else None
+
     def kernel(x, *, axis, keepdims):
         if _low_precision(x.dtype):
             return x.sum(axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
+        if add_reduce is not None:
+            return add_reduce(x, axis, x.dtype, None, keepdims)
         return x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype)
     return kernel
 

@@ -8,6 +8,10 @@ accumulates cotangents by tensor id, and reduces broadcast gradients in one plac
 (``eagerflow.ops.vjp.apply_vjp``). Gradient rules are ordinary op calls, so an outer tape
 records them: nested tapes give higher-order derivatives.
 
+A tape whose structure was seen before differentiates it with a compiled graph
+(``eagerflow.function.backward_replay``), and from then on records it by following a plan
+rather than building entries (``eagerflow.tape_plan``).
+
 When a requested gradient is None the tape can say why (not watched, not connected, a
 non-differentiable op on the path, an integer dtype, recording stopped): see
 :meth:`GradientTape.explain_none` and the ``eagerflow.tape`` logger. The explanation is
@@ -759,9 +763,13 @@ def _propagate(live, targets, source_ids, wanted, seeds):
 def _flat(structure):
     """``nest.flatten`` with a fast path for a leaf or a flat list/tuple of leaves."""
     cls = structure.__class__
+    if cls is Tensor:
+        return [structure]
     if cls is list or cls is tuple:
         for item in structure:
-            if item.__class__ in (list, tuple, dict):
+            c = item.__class__
+            if c is not Tensor and not getattr(c, "_is_variable", False) and \
+                    nest.is_nested(item):
                 return nest.flatten(structure)
         return list(structure)
     if cls is dict:

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.framework import context
+from eagerflow.tensor import Tensor
 
 __all__ = ["Plan", "make_plan", "start", "follow", "materialize", "run"]
 
@@ -135,10 +136,10 @@ def follow(tape, plan, prim, inputs, attrs, result):
     """Records one op as the tape's next planned step; False (after materializing the
     steps so far) when it is not that step."""
     k = tape._pos
-    if k == plan.n or result.__class__ is tuple:
+    if k == plan.n or result.__class__ is not Tensor:  # several outputs, or symbolic ones
         return abandon(tape)
     s = plan.steps[k]
-    if s.prim is not prim or (s.attrs is not attrs and s.attrs != attrs):
+    if s.prim is not prim or (s.attrs is not attrs and not _same_attrs(s.attrs, attrs)):
         return abandon(tape)
     ids = tape._ids
     n = len(inputs)
@@ -187,6 +188,13 @@ def follow(tape, plan, prim, inputs, attrs, result):
     ids[tid] = s.out_local
     tape._pos = k + 1
     return True
+
+
+def _same_attrs(planned, attrs):
+    try:
+        return planned == attrs
+    except Exception:  # noqa: BLE001 - an attr that cannot be compared (an array): differs
+        return False
 
 
 def abandon(tape):

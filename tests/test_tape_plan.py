@@ -285,3 +285,25 @@ def test_alternating_structures_with_one_first_op():
         gw = tape.gradient(loss, w)
         z = x.numpy() @ w.numpy()
         np.testing.assert_allclose(gw.numpy(), x.numpy().T @ (2.0 * z / z.size), rtol=1e-12)
+
+
+def test_attrs_that_cannot_be_compared_count_as_different():
+    assert tape_plan._same_attrs({"axis": (0, 1)}, {"axis": (0, 1)})
+    assert not tape_plan._same_attrs({"axis": (0, 1)}, {"axis": np.array([0, 1])})
+
+
+def test_a_tape_inside_a_traced_function_ignores_eager_plans():
+    x, w, b = _layer()
+    _warm(x, w, b, steps=3)
+    assert tape_plan._PLANS
+
+    @ef.function
+    def traced(x):
+        with ef.GradientTape() as tape:
+            loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + b))
+        return tape.gradient(loss, [w, b])
+
+    gw, gb = traced(x)
+    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
+    np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)

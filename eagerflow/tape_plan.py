@@ -64,7 +64,7 @@ class Plan:
 
 def make_plan(tape, entries, target, sources, runner):
     """Registers a plan for ``entries`` when they qualify (every entry is live, an ordinary
-    single-output primitive with a gradient rule); returns it or None.
+    single-output primitive); returns it or None.
 
     Whether a structure qualifies depends only on what its replay key describes, so a
     refusal is remembered on the compiled runner and not worked out again.
@@ -90,8 +90,7 @@ def _plan(tape, entries, target, sources, run_flat):
     steps = []
     for e in entries:
         prim = e.prim
-        if prim is None or e.backward is not None or prim.vjp is None or \
-                len(e.output_ids) != 1 or e.out.__class__ is tuple:
+        if prim is None or e.backward is not None or len(e.output_ids) != 1:
             return None
         s = _new(_Step)
         s.prim = prim
@@ -220,10 +219,13 @@ def materialize(tape):
         e.input_ids = tuple([tids[w] if w >= 0 else 0 for w in s.wiring])
         e.input_shapes = s.shapes
         e.input_float = s.floats
-        inputs = [None] * len(s.wiring)
-        for i in s.keep:
-            inputs[i] = next(saved)
-        e.inputs = tuple(inputs)
+        if s.prim.vjp is None:
+            e.inputs = ()  # as recorded: an op without a gradient rule keeps nothing
+        else:
+            inputs = [None] * len(s.wiring)
+            for i in s.keep:
+                inputs[i] = next(saved)
+            e.inputs = tuple(inputs)
         e.out = next(saved) if s.saves_out else None
         e.output_ids = (tids[s.out_local],)
         e.output_meta = s.meta

@@ -36,8 +36,16 @@ def _numpy_grads(x, w, b):
     return x.T @ dz, dz.sum(axis=0)
 
 
-def _step(x, w, b):
-    with ef.GradientTape() as tape:
+def _assert_layer_grads(grads, x, w, b, scale=1.0):
+    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
+    gw, gb = grads
+    np.testing.assert_allclose(gw.numpy(), scale * want_w, rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), scale * want_b, rtol=1e-12)
+    return gw, gb
+
+
+def _step(x, w, b, persistent=False):
+    with ef.GradientTape(persistent=persistent) as tape:
         loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + b))
     return tape, loss
 
@@ -54,10 +62,7 @@ def test_third_tape_follows_the_plan_and_matches_numpy():
     _warm(x, w, b)
     tape, loss = _step(x, w, b)
     assert tape._plan and tape._pos == 4 and tape._recorded == []
-    gw, gb = tape.gradient(loss, [w, b])
-    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)
+    _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b)
 
 
 def test_followed_tape_keeps_only_what_the_rules_read():
@@ -94,10 +99,7 @@ def test_materialized_tape_gives_the_eager_gradients():
     _warm(x, w, b)
     tape, loss = _step(x, w, b)
     tape._entries  # noqa: B018 - materializes
-    gw, gb = tape.gradient(loss, [w, b])
-    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)
+    _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b)
 
 
 def test_a_different_op_midway_leaves_the_plan():
@@ -119,10 +121,7 @@ def test_a_new_batch_size_leaves_the_plan():
     x8 = ef.constant(np.random.default_rng(1).standard_normal((8, 4)))
     tape, loss = _step(x8, w, b)
     assert tape._plan is False
-    gw, gb = tape.gradient(loss, [w, b])
-    want_w, want_b = _numpy_grads(x8.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)
+    _assert_layer_grads(tape.gradient(loss, [w, b]), x8, w, b)
 
 
 def test_extra_ops_after_the_plan_and_other_sources():
@@ -146,8 +145,7 @@ def test_extra_ops_after_the_plan_and_other_sources():
 def test_persistent_followed_tape_gradients_and_jacobian():
     x, w, b = _layer()
     _warm(x, w, b)
-    with ef.GradientTape(persistent=True) as tape:
-        loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + b))
+    tape, loss = _step(x, w, b, persistent=True)
     assert tape._plan
     first = tape.gradient(loss, [w, b])
     second = tape.gradient(loss, [w, b])
@@ -170,8 +168,7 @@ def test_non_persistent_followed_tape_is_released():
 def test_none_explanation_on_a_followed_tape():
     x, w, b = _layer()
     _warm(x, w, b)
-    with ef.GradientTape(persistent=True) as tape:
-        loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + b))
+    tape, loss = _step(x, w, b, persistent=True)
     assert tape._plan
     unused = ef.Variable(1.0)
     assert "was not read" in tape.explain_none(loss, unused)
@@ -209,10 +206,7 @@ def test_custom_gradient_inside_a_followed_tape():
         z = ef.matmul(x, w) + b  # two planned steps
         loss = ef.reduce_sum(ef.tanh(double_grad(z)))
     assert tape._plan is False
-    gw, gb = tape.gradient(loss, [w, b])
-    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(gw.numpy(), 2.0 * want_w, rtol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), 2.0 * want_b, rtol=1e-12)
+    _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b, scale=2.0)
 
 
 def test_watch_and_stop_recording_midway():
@@ -239,10 +233,7 @@ def test_variable_updates_between_steps_are_seen():
     _warm(x, w, b)
     for _ in range(3):
         tape, loss = _step(x, w, b)
-        gw, gb = tape.gradient(loss, [w, b])
-        want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
-        np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
-        np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)
+        gw, gb = _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b)
         w.assign_sub(0.1 * gw)
         b.assign_sub(0.1 * gb)
 
@@ -251,10 +242,8 @@ def test_output_gradients_on_a_followed_tape():
     x, w, b = _layer()
     _warm(x, w, b)
     tape, loss = _step(x, w, b)
-    gw, gb = tape.gradient(loss, [w, b], output_gradients=ef.constant(2.0, ef.float64))
-    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(gw.numpy(), 2.0 * want_w, rtol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), 2.0 * want_b, rtol=1e-12)
+    grads = tape.gradient(loss, [w, b], output_gradients=ef.constant(2.0, ef.float64))
+    _assert_layer_grads(grads, x, w, b, scale=2.0)
 
 
 def test_a_structure_with_a_multi_output_op_is_not_planned():
@@ -274,12 +263,9 @@ def test_a_structure_with_a_multi_output_op_is_not_planned():
 
 def test_alternating_structures_with_one_first_op():
     x, w, b = _layer()
-    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
     for _ in range(4):
         tape, loss = _step(x, w, b)
-        gw, gb = tape.gradient(loss, [w, b])
-        np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
-        np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)
+        _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b)
         with ef.GradientTape() as tape:  # the same first op, then something else
             loss = ef.reduce_mean(ef.matmul(x, w) ** 2)
         gw = tape.gradient(loss, w)
@@ -303,7 +289,19 @@ def test_a_tape_inside_a_traced_function_ignores_eager_plans():
             loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + b))
         return tape.gradient(loss, [w, b])
 
-    gw, gb = traced(x)
-    want_w, want_b = _numpy_grads(x.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(gw.numpy(), want_w, rtol=1e-12)
-    np.testing.assert_allclose(gb.numpy(), want_b, rtol=1e-12)
+    _assert_layer_grads(traced(x), x, w, b)
+
+
+def test_ops_without_gradients_inside_the_tape_are_planned():
+    x, w, b = _layer()
+    labels = ef.constant(np.array([0, 1, 2, 0, 1, 2]))
+    for _ in range(4):
+        with ef.GradientTape() as tape:
+            logits = ef.matmul(x, w) + b
+            loss = ef.reduce_sum(ef.tanh(logits))
+            hits = ef.equal(ef.argmax(logits, axis=1), labels)  # an accuracy, on the tape
+        followed = tape._plan
+        _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b)
+    assert followed and followed.n == 6
+    want = np.mean(np.argmax(x.numpy() @ w.numpy() + b.numpy(), axis=1) == [0, 1, 2, 0, 1, 2])
+    assert float(ef.reduce_mean(ef.cast(hits, ef.float64))) == want

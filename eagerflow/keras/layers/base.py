@@ -73,6 +73,9 @@ from eagerflow.variables import VariableAggregation, VariableSynchronization
 __all__ = ["Layer", "InputSpec", "get_keras_mask", "set_keras_mask", "global_policy",
            "set_symbolic_call_handler", "reset_name_uids", "to_snake_case", "shapes_of"]
 
+# Attribute values that never hold variables or layers.
+_ATOMIC = frozenset((str, int, float, bool, bytes, type(None)))
+
 global_policy = mixed_precision.global_policy
 
 # -- Layer ------------------------------------------------------------------------------------
@@ -221,20 +224,37 @@ class Layer(Module):
 
     # -- tracking -------------------------------------------------------------------------------
     def _tracked_values(self):
-        attrs = vars(self)
-        for key in attrs:
-            if key in self._NON_TRACKED or key in Module._TF_MODULE_IGNORED_PROPERTIES:
+        skip = self._NON_TRACKED
+        ignored = Module._TF_MODULE_IGNORED_PROPERTIES
+        for key, value in vars(self).items():
+            # Config values (names, sizes, flags) are most attributes: skipped at once.
+            if value.__class__ in _ATOMIC or key in skip or key in ignored:
                 continue
-            yield from _flatten(attrs[key])
+            if isinstance(value, (list, tuple, dict)):
+                if value:
+                    yield from _flatten(value)
+            else:
+                yield value
+
+    def _tracked_children(self):
+        """This layer's own variables and its direct sublayers, in one walk of its
+        attributes (``trainable_variables`` runs it for every layer at every step)."""
+        variables = list(self._layer_weights)
+        variable_ids = {id(v) for v in variables}
+        layers = []
+        layer_ids = {id(self)}
+        for leaf in self._tracked_values():
+            if isinstance(leaf, Layer):
+                if id(leaf) not in layer_ids:
+                    layer_ids.add(id(leaf))
+                    layers.append(leaf)
+            elif getattr(leaf, "_is_variable", False) and id(leaf) not in variable_ids:
+                variable_ids.add(id(leaf))
+                variables.append(leaf)
+        return variables, layers
 
     def _direct_layers(self):
-        seen = {id(self)}
-        out = []
-        for leaf in self._tracked_values():
-            if isinstance(leaf, Layer) and id(leaf) not in seen:
-                seen.add(id(leaf))
-                out.append(leaf)
-        return out
+        return self._tracked_children()[1]
 
     def _flatten_layers(self, include_self=True, recursive=True):
         """This layer (optionally) and its sublayers, depth first in attribute order."""
@@ -257,13 +277,7 @@ class Layer(Module):
         return self._direct_layers()
 
     def _own_variables(self):
-        out = list(self._layer_weights)
-        ids = {id(v) for v in out}
-        for leaf in self._tracked_values():
-            if getattr(leaf, "_is_variable", False) and id(leaf) not in ids:
-                ids.add(id(leaf))
-                out.append(leaf)
-        return out
+        return self._tracked_children()[0]
 
     def _gather_weights(self, trainable):
         """Variables whose effective trainability is ``trainable``: a variable counts as
@@ -277,10 +291,11 @@ class Layer(Module):
                 return
             seen.add(id(layer))
             frozen = frozen or not layer._trainable
-            for v in layer._own_variables():
+            variables, children = layer._tracked_children()
+            for v in variables:
                 if (bool(v.trainable) and not frozen) == trainable:
                     out.append(v)
-            for child in layer._direct_layers():
+            for child in children:
                 visit(child, frozen)
 
         visit(self, False)

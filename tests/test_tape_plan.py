@@ -305,3 +305,28 @@ def test_ops_without_gradients_inside_the_tape_are_planned():
     assert followed and followed.n == 6
     want = np.mean(np.argmax(x.numpy() @ w.numpy() + b.numpy(), axis=1) == [0, 1, 2, 0, 1, 2])
     assert float(ef.reduce_mean(ef.cast(hits, ef.float64))) == want
+
+
+def test_other_variables_in_the_same_places_and_a_shared_weight():
+    x, w, b = _layer()
+    _warm(x, w, b)
+    w2 = ef.Variable(w.numpy() * -2.0)
+    b2 = ef.Variable(b.numpy() + 1.0)
+    tape, loss = _step(x, w2, b2)
+    assert tape._plan  # the same structure, other variables: the plan applies
+    _assert_layer_grads(tape.gradient(loss, [w2, b2]), x, w2, b2)
+    # Read in the other order (and through another first op), the plan does not apply.
+    with ef.GradientTape() as tape:
+        bias = b + 0.0
+        loss = ef.reduce_sum(ef.tanh(ef.matmul(x, w) + bias))
+    gw, gb = tape.gradient(loss, [w, b])
+    _assert_layer_grads((gw, gb), x, w, b)
+    # One weight used twice (tied): both uses add up in its gradient.
+    v = ef.Variable(np.array([[0.5, -0.2], [0.1, 0.3]]))
+    for _ in range(4):
+        with ef.GradientTape() as tape:
+            loss = ef.reduce_sum(ef.matmul(ef.matmul(ef.ones([1, 2], ef.float64), v), v))
+        g = tape.gradient(loss, v).numpy()
+    ones = np.ones((1, 2))
+    want = ones.T @ (np.ones((1, 2)) @ v.numpy().T) + (ones @ v.numpy()).T @ np.ones((1, 2))
+    np.testing.assert_allclose(g, want, rtol=1e-12)

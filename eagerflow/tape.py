@@ -109,7 +109,7 @@ def _record(tapes, prim, inputs, attrs, result):
         plan = tape._plan
         if plan is not False:  # following a plan (None: the tape's first op decides)
             if plan is None:
-                plan = tape_plan.start(tape, prim)
+                plan = tape_plan.start(tape, prim, inputs)
             if plan and tape_plan.follow(tape, plan, prim, inputs, attrs, result):
                 continue
         if entry is None:

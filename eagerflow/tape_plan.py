@@ -7,9 +7,10 @@ the structure is already known. So when a gradient replays a compiled backward, 
 entries are turned into a plan: per op its primitive, attrs, input wiring (in the tape's
 own numbering of the tensors it tracks), input shapes, saved dtypes and output metadata.
 
-The next tape whose first recorded op is the plan's first op follows the plan: each op is
-checked against the next step (which costs less than building its entry) and only the
-tensors the gradient rules read are kept, in the order the compiled backward takes them.
+The next tape whose first recorded op is the plan's first op (the same primitive on inputs
+of the same shapes) follows the plan: each op is checked against the next step (which
+costs less than building its entry) and only the tensors the gradient rules read are
+kept, in the order the compiled backward takes them.
 A gradient that asks for exactly the planned targets and sources runs the compiled graph
 on them directly. Anything else (an op that differs, a custom-gradient entry, another
 request, an explanation of a None gradient) first materializes the entries the plan stood
@@ -36,7 +37,7 @@ __all__ = ["Plan", "make_plan", "start", "follow", "materialize", "run"]
 _next_id = context.new_id
 _new = object.__new__
 
-# First primitive of a plan -> the plan (the most recent one made for that primitive).
+# (first primitive, its input shapes...) -> the most recent plan starting with that op.
 _PLANS = {}
 _MAX_PLANS = 64
 
@@ -78,7 +79,8 @@ def make_plan(tape, entries, target, sources, runner):
         return None
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
-    _PLANS[plan.steps[0].prim] = plan
+    first = plan.steps[0]
+    _PLANS[(first.prim,) + first.shapes] = plan
     return plan
 
 
@@ -123,10 +125,15 @@ def _plan(tape, entries, target, sources, run_flat):
     return plan
 
 
-def start(tape, prim):
+def start(tape, prim, inputs):
     """Decides at a tape's first recorded op whether it follows a plan (sets ``tape._plan``
-    to the plan, or False)."""
-    plan = _PLANS.get(prim, False)
+    to the plan, or False). Plans are found by their first op and its input shapes, so
+    that steps which alternate (a GAN's two losses) each find their own."""
+    if len(inputs) == 2:
+        key = (prim, inputs[0]._value.shape, inputs[1]._value.shape)
+    else:
+        key = (prim,) + tuple([t._value.shape for t in inputs])
+    plan = _PLANS.get(key, False)
     tape._plan = plan
     return plan
 

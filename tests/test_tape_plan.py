@@ -330,3 +330,17 @@ def test_other_variables_in_the_same_places_and_a_shared_weight():
     ones = np.ones((1, 2))
     want = ones.T @ (np.ones((1, 2)) @ v.numpy().T) + (ones @ v.numpy()).T @ np.ones((1, 2))
     np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+def test_alternating_steps_with_other_shapes_each_follow_their_plan():
+    rng = np.random.default_rng(3)
+    x = ef.constant(rng.standard_normal((6, 4)))
+    g_w, g_b = ef.Variable(rng.standard_normal((4, 3))), ef.Variable(rng.standard_normal(3))
+    d_w, d_b = ef.Variable(rng.standard_normal((4, 5))), ef.Variable(rng.standard_normal(5))
+    followed = []
+    for _ in range(4):  # two alternating steps, both starting with a MatMul of x
+        for w, b in ((g_w, g_b), (d_w, d_b)):
+            tape, loss = _step(x, w, b)
+            followed.append(bool(tape._plan))
+            _assert_layer_grads(tape.gradient(loss, [w, b]), x, w, b)
+    assert followed == [False] * 4 + [True] * 4

@@ -46,7 +46,7 @@ class _Step:
     """What one recorded op must look like, and what of it the backward pass keeps."""
 
     __slots__ = ("prim", "attrs", "wiring", "shapes", "keep", "keep_dtypes", "all_inputs",
-                 "saves_out", "out_local", "out_aval", "device", "floats", "meta")
+                 "saves_out", "out_local", "signature", "device", "floats", "meta")
 
 
 class Plan:
@@ -108,8 +108,10 @@ def _plan(tape, entries, target, sources, run_flat):
         shape, dtype, device = e.output_meta[0]
         if s.out_local < 0 or device is None:
             return None
-        s.out_aval = (shape, dtype)
         s.device = device
+        # What follow() compares: input wiring and shapes, output shape, dtype and device,
+        # and the number the output gets on the tape.
+        s.signature = s.wiring + tuple(s.shapes) + (shape, dtype, device, s.out_local)
         s.floats = e.input_float
         s.meta = e.output_meta
         steps.append(s)
@@ -148,33 +150,35 @@ def follow(tape, plan, prim, inputs, attrs, result):
     if s.prim is not prim or (s.attrs is not attrs and not _same_attrs(s.attrs, attrs)):
         return abandon(tape)
     ids = tape._ids
-    n = len(inputs)
-    if n == 2:
-        a, b = inputs
-        if (ids.get(a._tid, -1), ids.get(b._tid, -1)) != s.wiring or \
-                (a._value.shape, b._value.shape) != s.shapes:
-            return abandon(tape)
-    elif n == 1:
-        a = inputs[0]
-        if (ids.get(a._tid, -1),) != s.wiring or (a._value.shape,) != s.shapes:
-            return abandon(tape)
-    elif tuple([ids.get(t._tid, -1) for t in inputs]) != s.wiring or \
-            tuple([t._value.shape for t in inputs]) != s.shapes:
-        return abandon(tape)
+    get = ids.get
     out = result._value
     tid = result._tid
-    # (Tuples compare their items by identity first: cheaper than numpy's dtype ==.)
-    if (out.shape, out.dtype) != s.out_aval or result._device is not s.device or \
-            len(ids) != s.out_local or (tid and tid in ids):
+    n = len(inputs)
+    # One tuple comparison checks the wiring, the shapes, the output and the numbering
+    # (tuples compare items by identity first, cheaper than numpy's dtype ==).
+    if n == 2:
+        a, b = inputs
+        va = a._value
+        vb = b._value
+        found = (get(a._tid, -1), get(b._tid, -1), va.shape, vb.shape, out.shape, out.dtype,
+                 result._device, len(ids))
+    elif n == 1:
+        a = inputs[0]
+        va = a._value
+        found = (get(a._tid, -1), va.shape, out.shape, out.dtype, result._device, len(ids))
+    else:
+        found = tuple([get(t._tid, -1) for t in inputs]) + tuple(
+            [t._value.shape for t in inputs]) + (out.shape, out.dtype, result._device, len(ids))
+    if found != s.signature or (tid and tid in ids):
         return abandon(tape)
     keep = s.keep
     if keep:
         if keep is s.all_inputs:
             if n == 2:
-                if (a._value.dtype, b._value.dtype) != s.keep_dtypes:
+                if (va.dtype, vb.dtype) != s.keep_dtypes:
                     return abandon(tape)
             elif n == 1:
-                if (a._value.dtype,) != s.keep_dtypes:
+                if (va.dtype,) != s.keep_dtypes:
                     return abandon(tape)
             elif tuple([t._value.dtype for t in inputs]) != s.keep_dtypes:
                 return abandon(tape)

@@ -151,6 +151,32 @@ def test_losses_reset_per_outermost_call_and_callables():
     assert [float(x) for x in outer.losses] == [15.0, 3.0, 3.0]
 
 
+def test_call_losses_of_other_models_survive_and_none_pending_skips_the_walk(monkeypatch):
+    class Lossy(layers.Layer):
+        def call(self, inputs):
+            self.add_loss(ef.reduce_sum(inputs))
+            return inputs
+
+    a, b = Lossy(), Lossy()
+    a(ef.ones([2]))
+    b(ef.ones([4]))
+    a(ef.ones([3]))  # clears a's losses only
+    assert [float(x) for x in a.losses] == [3.0] and [float(x) for x in b.losses] == [4.0]
+    a._clear_losses()
+    b._clear_losses()
+    assert not base._PENDING_CALL_LOSSES
+    calls = []
+    original = base.Layer._flatten_layers
+
+    def counting(self, *args, **kwargs):
+        calls.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(base.Layer, "_flatten_layers", counting)
+    layers.Dense(2)(ef.ones([1, 3]))
+    assert calls == []  # nothing pending: the outermost call did not walk the sublayers
+
+
 def test_activity_regularizer_adds_loss():
     d = layers.Dense(2, activity_regularizer="l2", kernel_initializer="ones")
     y = d(np.ones((1, 3), np.float32))

@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
@@ -75,6 +76,10 @@ __all__ = ["Layer", "InputSpec", "get_keras_mask", "set_keras_mask", "global_pol
 
 # Attribute values that never hold variables or layers.
 _ATOMIC = frozenset((str, int, float, bool, bytes, type(None)))
+
+# Layers holding per-call losses (add_loss, activity regularizers). The outermost call
+# clears them; while none is pending it skips the walk over every sublayer.
+_PENDING_CALL_LOSSES = weakref.WeakSet()
 
 global_policy = mixed_precision.global_policy
 
@@ -479,6 +484,7 @@ class Layer(Module):
                 self._callable_losses.append(loss)
             else:
                 self._call_losses.append(ef.convert_to_tensor(loss))
+                _PENDING_CALL_LOSSES.add(self)
 
     @property
     def losses(self):
@@ -494,8 +500,14 @@ class Layer(Module):
         return out
 
     def _clear_losses(self):
+        if not _PENDING_CALL_LOSSES:
+            return  # no layer holds a per-call loss: no need to walk every sublayer
         for layer in self._flatten_layers(include_self=True):
-            layer._call_losses = []
+            layer._reset_call_losses()
+
+    def _reset_call_losses(self):
+        self._call_losses = []
+        _PENDING_CALL_LOSSES.discard(self)
 
     def add_update(self, updates):
         """Runs update callables (updates are applied when made in eager code; kept for
@@ -612,6 +624,7 @@ class Layer(Module):
             for out in _flatten(outputs):
                 if _is_tensor_like(out):
                     self._call_losses.append(self._activity_regularizer(out))
+                    _PENDING_CALL_LOSSES.add(self)
         if self.supports_masking or type(self).compute_mask is not Layer.compute_mask:
             self._attach_masks(inputs, outputs, input_masks)
         return outputs

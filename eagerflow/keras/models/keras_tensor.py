@@ -515,7 +515,7 @@ def _symbolic_layer_call(layer, inputs, args, kwargs):
     finally:
         # Losses added during the throwaway trace belong to it, not to the model.
         for sub in layer._flatten_layers(include_self=True):
-            sub._call_losses = []
+            sub._reset_call_losses()
     outputs = nest.map_structure(_make_output_tensor, described)
     if not any(isinstance(o, KerasTensor) for o in nest.flatten(outputs)):
         raise ValueError("Layer %s returned no tensor when called on %s; a functional model "

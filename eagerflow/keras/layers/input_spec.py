@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow.keras.layers.call_context import _flatten
+from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape
 
 __all__ = ["InputSpec", "assert_input_compatibility"]
@@ -78,6 +79,7 @@ class InputSpec:
 
 
 def _shape_str(shape):
+    shape = TensorShape(shape)
     return str(tuple(shape.as_list())) if shape.rank is not None else "<unknown>"
 
 
@@ -93,13 +95,18 @@ def assert_input_compatibility(input_spec, inputs, layer_name):
     for i, (spec, x) in enumerate(zip(specs, flat)):
         if spec is None:
             continue
-        if not hasattr(x, "shape"):
-            raise ValueError('Input %d of layer "%s" is not a tensor: %r.' % (i, layer_name, x))
-        shape = TensorShape(x.shape)
+        if x.__class__ is Tensor:  # eager: the array's shape, without a TensorShape
+            shape = x._value.shape
+            rank = len(shape)
+        else:
+            if not hasattr(x, "shape"):
+                raise ValueError('Input %d of layer "%s" is not a tensor: %r.'
+                                 % (i, layer_name, x))
+            shape = TensorShape(x.shape)
+            rank = shape.rank
+            if rank is None:
+                continue
         where = 'Input %d of layer "%s" is incompatible with the layer' % (i, layer_name)
-        rank = shape.rank
-        if rank is None:
-            continue
         if spec.ndim is not None and not spec.allow_last_axis_squeeze and rank != spec.ndim:
             raise ValueError("%s: expected ndim=%d, found ndim=%d. Full shape received: %s"
                              % (where, spec.ndim, rank, _shape_str(shape)))
@@ -113,7 +120,7 @@ def assert_input_compatibility(input_spec, inputs, layer_name):
             if dtypes_lib.as_dtype(x.dtype).name != spec.dtype:
                 raise ValueError("%s: expected dtype=%s, found dtype=%s"
                                  % (where, spec.dtype, dtypes_lib.as_dtype(x.dtype).name))
-        dims = shape.as_list()
+        dims = list(shape) if shape.__class__ is tuple else shape.as_list()
         for axis, value in spec.axes.items():
             if value is None:
                 continue

@@ -575,10 +575,13 @@ class Layer(Module):
             inputs = kwargs.pop("inputs")
         else:
             raise TypeError("Layer %s was called without inputs." % self.name)
-        handler = call_context._symbolic_handler
-        if handler is not None and any(_is_symbolic(x) for x in _flatten(inputs)):
-            return handler(self, inputs, args, kwargs)
-        inputs = _map_structure(_convert, inputs)
+        # One eager tensor (the usual call) is neither symbolic nor in need of conversion.
+        single = inputs.__class__ is Tensor
+        if not single:
+            handler = call_context._symbolic_handler
+            if handler is not None and any(_is_symbolic(x) for x in _flatten(inputs)):
+                return handler(self, inputs, args, kwargs)
+            inputs = _map_structure(_convert, inputs)
         takes_training, takes_mask, var_kw, training_default = _call_signature(type(self))
         frames = _call_stack.frames
         if not frames:
@@ -597,8 +600,13 @@ class Layer(Module):
 
         input_masks = None
         if kwargs.get("mask") is None:
-            masks = _map_structure(get_keras_mask, inputs)
-            if any(m is not None for m in _flatten(masks)):
+            if single:
+                masks = get_keras_mask(inputs)
+                has_mask = masks is not None
+            else:
+                masks = _map_structure(get_keras_mask, inputs)
+                has_mask = any(m is not None for m in _flatten(masks))
+            if has_mask:
                 input_masks = masks
                 if takes_mask:
                     kwargs["mask"] = masks
@@ -645,6 +653,10 @@ class Layer(Module):
         target = dtypes_lib.as_dtype(self.compute_dtype)
         if not target.is_floating:
             return inputs, args, kwargs
+        if inputs.__class__ is Tensor and not args and (
+                inputs.dtype is target or not inputs.dtype.is_floating) and all(
+                k == "training" or k.endswith("mask") for k in kwargs):
+            return inputs, args, kwargs  # the usual call: one tensor, nothing to cast
 
         def cast(x):
             if isinstance(x, Tensor) and x.dtype.is_floating and x.dtype is not target:

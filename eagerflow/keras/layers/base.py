@@ -77,9 +77,10 @@ __all__ = ["Layer", "InputSpec", "get_keras_mask", "set_keras_mask", "global_pol
 # Attribute values that never hold variables or layers.
 _ATOMIC = frozenset((str, int, float, bool, bytes, type(None)))
 
-# Layers holding per-call losses (add_loss, activity regularizers). The outermost call
-# clears them; while none is pending it skips the walk over every sublayer.
-_PENDING_CALL_LOSSES = weakref.WeakSet()
+# Layers holding per-call losses (add_loss, activity regularizers), by id (a layer class may
+# define __eq__ and so not be hashable). The outermost call clears them; while none is
+# pending it skips the walk over every sublayer.
+_PENDING_CALL_LOSSES = weakref.WeakValueDictionary()
 
 global_policy = mixed_precision.global_policy
 
@@ -484,7 +485,7 @@ class Layer(Module):
                 self._callable_losses.append(loss)
             else:
                 self._call_losses.append(ef.convert_to_tensor(loss))
-                _PENDING_CALL_LOSSES.add(self)
+                _PENDING_CALL_LOSSES[id(self)] = self
 
     @property
     def losses(self):
@@ -507,7 +508,7 @@ class Layer(Module):
 
     def _reset_call_losses(self):
         self._call_losses = []
-        _PENDING_CALL_LOSSES.discard(self)
+        _PENDING_CALL_LOSSES.pop(id(self), None)
 
     def add_update(self, updates):
         """Runs update callables (updates are applied when made in eager code; kept for
@@ -632,7 +633,7 @@ class Layer(Module):
             for out in _flatten(outputs):
                 if _is_tensor_like(out):
                     self._call_losses.append(self._activity_regularizer(out))
-                    _PENDING_CALL_LOSSES.add(self)
+                    _PENDING_CALL_LOSSES[id(self)] = self
         if self.supports_masking or type(self).compute_mask is not Layer.compute_mask:
             self._attach_masks(inputs, outputs, input_masks)
         return outputs

@@ -1,15 +1,10 @@
 """Devices: DeviceSpec names, device scopes, logical CPU devices, soft placement, and GPUs.
 
 The logical device layout of a process freezes once devices are used, so every test that
-configures devices runs its own interpreter (``_run``); the rest only touch CPU:0.
+configures devices runs its own interpreter (``run_python_ok``); the rest only touch CPU:0.
 """
 
 import logging
-import os
-import pathlib
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -17,22 +12,11 @@ import pytest
 import eagerflow as ef
 from eagerflow import errors
 from eagerflow.framework import context
+from tests.fresh_interpreter import run_python_ok
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 CPU = "/job:localhost/replica:0/task:0/device:CPU:%d"
 GPU = "/job:localhost/replica:0/task:0/device:GPU:%d"
 D = ef.DeviceSpec
-
-
-def _run(code, tmp_path):
-    """Runs ``code`` in a fresh interpreter; it must print OK as its last line."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "OK", result.stdout
 
 
 def _has_gpu():
@@ -224,7 +208,7 @@ def test_remote_device_soft_and_hard(restore_soft_placement):
 
 
 def test_logical_cpu_devices(tmp_path):
-    _run("""
+    run_python_ok("""
         import eagerflow as ef
         from eagerflow import errors
 
@@ -292,7 +276,7 @@ def test_logical_cpu_devices(tmp_path):
 
 
 def test_logical_devices_freeze_when_listed(tmp_path):
-    _run("""
+    run_python_ok("""
         import eagerflow as ef
 
         cpu = ef.config.list_physical_devices("CPU")[0]
@@ -311,7 +295,7 @@ def test_logical_devices_freeze_when_listed(tmp_path):
 
 
 def test_logical_device_configuration_validation(tmp_path):
-    _run("""
+    run_python_ok("""
         import eagerflow as ef
         from eagerflow import errors
 

@@ -8,12 +8,7 @@ and a CUDA GPU.
 """
 
 import gc
-import os
-import pathlib
 import random
-import subprocess
-import sys
-import textwrap
 import types
 
 import numpy as np
@@ -28,8 +23,8 @@ from eagerflow.function import executor as executor_mod
 from eagerflow.ops.dispatch import copy_to_device, execute
 from eagerflow.ops.registry import Primitive
 from eagerflow.tensor import wrap
+from tests.fresh_interpreter import ROOT, run_python, run_python_ok
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 MIB = 1 << 20
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 
@@ -317,10 +312,7 @@ def test_importing_eagerflow_does_not_import_cupy():
     code = ("import sys, eagerflow as ef\n"
             "ef.add(ef.constant([1.0]), 1.0)\n"
             "print('cupy' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
+    assert run_python(code, cwd=ROOT).strip() == "False"
 
 
 # -- the memory limit -------------------------------------------------------------------------
@@ -576,13 +568,7 @@ def test_graph_oom_in_a_function_is_resource_exhausted():
 
 def _run(code, tmp_path, env=None):
     """Runs ``code`` in a fresh interpreter (device layouts freeze); it must print OK."""
-    full = dict(os.environ, **(env or {}))
-    full["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + ([full["PYTHONPATH"]] if full.get("PYTHONPATH") else []))
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
-                            env=full, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "OK", result.stdout
+    run_python_ok(code, tmp_path, env=env, timeout=300)
 
 
 @pytest.mark.gpu

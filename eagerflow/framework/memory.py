@@ -271,6 +271,18 @@ def release_cached(device, exc=None):
         cupy.get_default_memory_pool().free_all_blocks()
 
 
+def retry_after_release(device, exc, run):
+    """Returns ``run()``, retried once after the allocation failure ``exc`` on a GPU: the
+    device's cached blocks are freed first (cupy's pool keeps freed blocks, and its memory
+    limit counts them). Raises ``exc`` itself when it is not an allocation failure; a
+    second failure propagates from ``run``.
+    """
+    if not is_out_of_memory(exc):
+        raise exc
+    release_cached(device, exc)
+    return run()
+
+
 def device_memory(device):
     """What a GPU's memory holds now, for reports; None if it cannot be read.
 

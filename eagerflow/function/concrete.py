@@ -113,8 +113,10 @@ class ConcreteFunction:
 
     def _call_flat(self, flat_tensors):
         """Runs on flat eager tensors already matched to the signature by the caller."""
-        if _state.tapes and self._needs_gradient(flat_tensors):
-            return self._pack(self._call_recorded(flat_tensors))
+        if _state.tapes:
+            watching = self._watching_tapes(flat_tensors)
+            if watching:
+                return self._pack(self._call_recorded(flat_tensors, nested=watching > 1))
         fast = self._fast_call
         if fast is None:  # first plain call: False when no closure applies
             fast = self._fast_call = self._make_fast_call(self.executor) or False
@@ -173,11 +175,16 @@ class ConcreteFunction:
         return packer(outputs)
 
     # -- gradients --------------------------------------------------------------------------
-    def _needs_gradient(self, flat_tensors):
+    def _watching_tapes(self, flat_tensors):
+        """How many recording tapes watch this call, counted up to 2 (two or more: a
+        higher-order gradient)."""
+        watching = 0
         for tape in _state.tapes:
             if tape._recording and self._watched_by(tape, flat_tensors):
-                return True
-        return False
+                watching += 1
+                if watching > 1:
+                    break
+        return watching
 
     def _watched_by(self, tape, flat_tensors):
         """Whether ``tape`` watches an argument or a variable this function reads."""
@@ -193,14 +200,6 @@ class ConcreteFunction:
             if v._tid in tape._ids:
                 return True
         return False
-
-    def _nested_recording(self, flat_tensors):
-        """True when two or more recording tapes watch this call (a higher-order gradient)."""
-        watching = 0
-        for tape in _state.tapes:
-            if tape._recording and self._watched_by(tape, flat_tensors):
-                watching += 1
-        return watching > 1
 
     def _interpret(self, flat_tensors):
         """Runs the traced graph op by op through dispatch: its flat outputs, or None.
@@ -245,11 +244,11 @@ class ConcreteFunction:
                 values[(node.id, 0)] = out
         return [values[(node.id, i)] for node, i in graph.outputs]
 
-    def _call_recorded(self, flat_tensors):
+    def _call_recorded(self, flat_tensors, nested):
         from eagerflow.function import gradient_split
         from eagerflow.tape import _append_entry, _assign_id, _Entry, _is_float
 
-        if self._nested_recording(flat_tensors):
+        if nested:  # under nested tapes every primitive is recorded (see _interpret)
             result = self._interpret(flat_tensors)
             if result is not None:
                 return result

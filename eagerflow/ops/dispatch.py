@@ -305,11 +305,9 @@ def copy_to_device(tensor, device):
         except Exception as exc:  # noqa: BLE001 - only an allocation failure is handled
             from eagerflow.framework import memory
 
-            if not memory.is_out_of_memory(exc):
-                raise
-            memory.release_cached(device, exc)
             try:
-                return wrap(xp.asarray(value), device)
+                return wrap(memory.retry_after_release(device, exc, lambda: xp.asarray(value)),
+                            device)
             except Exception as again:  # noqa: BLE001 - reported with the device's state
                 if not memory.is_out_of_memory(again):
                     raise
@@ -374,10 +372,10 @@ def _kernel_failed(prim, kernel, values, inputs, attrs, device, exc):
     """
     from eagerflow.framework import memory
 
-    if device.backend_index and memory.is_out_of_memory(exc):
-        memory.release_cached(device, exc)
+    if device.backend_index:
         try:
-            return kernel(*values, **attrs) if attrs else kernel(*values)
+            return memory.retry_after_release(
+                device, exc, lambda: kernel(*values, **attrs) if attrs else kernel(*values))
         except Exception as again:  # noqa: BLE001 - translated below
             exc = again
     raise _translate(prim, inputs, attrs, device, exc) from None

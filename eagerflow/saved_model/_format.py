@@ -22,9 +22,7 @@ import hashlib
 import os
 import zlib
 
-
 from eagerflow import errors
-from eagerflow.io.atomic import fsync_directory  # noqa: F401 - used by save.py
 
 SAVED_MODEL_FILENAME = "saved_model.pb"
 FINGERPRINT_FILENAME = "fingerprint.pb"
@@ -207,8 +205,6 @@ def verify_manifest(directory):
 
 
 # -- durability -----------------------------------------------------------------------------
-# Directory fsyncs are eagerflow.io.atomic.fsync_directory (imported above).
-
 def fsync_file(f):
     f.flush()
     os.fsync(f.fileno())

@@ -6,6 +6,7 @@ import os
 import shutil
 import uuid
 
+from eagerflow.io.atomic import fsync_directory
 from eagerflow.saved_model import _format
 from eagerflow.saved_model import signatures as signatures_lib
 
@@ -194,12 +195,12 @@ def _replace_directory(tmp, export_dir):
     parent = os.path.dirname(export_dir)
     if not os.path.lexists(export_dir):
         os.rename(tmp, export_dir)
-        _format.fsync_directory(parent)
+        fsync_directory(parent)
         return
     if os.path.isdir(export_dir) and not os.path.islink(export_dir) and not os.listdir(
             export_dir):
         os.replace(tmp, export_dir)  # an empty directory is replaced atomically
-        _format.fsync_directory(parent)
+        fsync_directory(parent)
         return
     old = os.path.join(parent, ".%s.old-%s" % (os.path.basename(export_dir), uuid.uuid4().hex))
     os.rename(export_dir, old)
@@ -208,7 +209,7 @@ def _replace_directory(tmp, export_dir):
     except BaseException:
         os.rename(old, export_dir)
         raise
-    _format.fsync_directory(parent)
+    fsync_directory(parent)
     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -280,8 +281,8 @@ def save(obj, export_dir, signatures=None, options=None):
             f.write(_format.model_to_bytes(builder.model))
             _format.fsync_file(f)
         _format.write_manifest(tmp)
-        _format.fsync_directory(os.path.join(tmp, _format.VARIABLES_DIRECTORY))
-        _format.fsync_directory(tmp)
+        fsync_directory(os.path.join(tmp, _format.VARIABLES_DIRECTORY))
+        fsync_directory(tmp)
         _replace_directory(tmp, export_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

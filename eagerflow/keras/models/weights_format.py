@@ -1,4 +1,4 @@
-"""The weights file format, and atomic file writing.
+"""The older Keras weights file format (read by ``load_weights``; new files are bundles).
 
 One file holds named tensors:
 
@@ -14,9 +14,8 @@ The JSON header is ``{"format": "eagerflow.weights", "version": 1, "data_bytes":
 the magic, the version, the file size, every tensor's size and its SHA-256, so truncation and
 corruption are reported with the file and the tensor named. Nothing is ever unpickled.
 
-Writes go to a temporary file in the same directory, are flushed and fsynced, and replace
-the target with ``os.replace`` (then the directory is fsynced): a crash at any point leaves
-either the old file or the new one, never a mix.
+``write_file`` (kept to produce such files, e.g. in tests) writes atomically through
+``eagerflow.io.atomic``.
 
 Example:
     >>> import os, tempfile
@@ -36,12 +35,13 @@ import io
 import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 
-__all__ = ["write_file", "read_file", "write_stream", "read_stream", "atomic_write",
-           "WeightsFileError", "MAGIC", "FORMAT_VERSION"]
+from eagerflow.io import atomic
+
+__all__ = ["write_file", "read_file", "write_stream", "read_stream", "WeightsFileError",
+           "MAGIC", "FORMAT_VERSION"]
 
 MAGIC = b"EFWEIGHT"
 FORMAT_VERSION = 1
@@ -181,8 +181,9 @@ def read_stream(stream, where="weights file"):
 
 
 def write_file(path, named_arrays, metadata=None):
-    """Writes the format to ``path`` atomically (see :func:`atomic_write`)."""
-    atomic_write(path, lambda f: write_stream(f, named_arrays, metadata))
+    """Writes the format to ``path`` atomically (``eagerflow.io.atomic.atomic_open``)."""
+    with atomic.atomic_open(os.fspath(path), "wb") as f:
+        write_stream(f, named_arrays, metadata)
 
 
 def read_file(path):
@@ -199,57 +200,3 @@ def read_file(path):
 def read_bytes(data, where):
     """:func:`read_stream` over bytes in memory."""
     return read_stream(io.BytesIO(data), where=where)
-
-
-def atomic_write(path, write):
-    """Calls ``write(file)`` on a temporary file next to ``path`` then moves it into place.
-
-    The temporary file is flushed and fsynced before ``os.replace``, and the directory is
-    fsynced after, so the rename is durable. If ``write`` raises, the temporary file is
-    removed and ``path`` is left as it was.
-
-    Args:
-        path: The destination.
-        write: A function of a binary file object.
-
-    Example:
-        >>> import os, tempfile
-        >>> from eagerflow.keras.models.weights_format import atomic_write
-        >>> p = os.path.join(tempfile.mkdtemp(), "x.txt")
-        >>> atomic_write(p, lambda f: f.write(b"hello"))
-        >>> open(p, "rb").read()
-        b'hello'
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory):
-    if not hasattr(os, "O_DIRECTORY"):
-        return  # Windows: directories cannot be opened for fsync
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

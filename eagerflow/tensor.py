@@ -277,8 +277,13 @@ def _infer_python(value):
     if kind == "O" and array.size and all(isinstance(v, Tensor) for v in array.flat):
         return np.asarray([np.asarray(v) for v in array.flat]).reshape(
             array.shape + np.asarray(array.flat[0]).shape)
-    if kind in "USO":
+    if kind in "US" or (kind == "O" and array.size and isinstance(
+            array.flat[0], (str, bytes))):
         return _string_array(np.asarray(value, dtype=object), value)
+    if kind == "O":
+        raise errors.UnimplementedError(
+            None, None, "Cannot convert %s to a tensor: only numbers, bools and strings "
+            "(str/bytes) convert." % _short(value))
     raise errors.InvalidArgumentError(None, None, "Cannot convert %s to a tensor." % _short(value))
 
 

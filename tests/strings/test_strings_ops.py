@@ -1,6 +1,5 @@
 """``eagerflow.strings`` values, checked against TF's documented outputs."""
 
-import numpy as np
 import pytest
 
 import eagerflow as ef

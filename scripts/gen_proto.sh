@@ -21,5 +21,6 @@ fi
 
 cd "$ROOT"
 PYTHONPATH="$TOOLS" "$PYTHON" -m grpc_tools.protoc -I. --python_out=. \
-  eagerflow/function/graph.proto eagerflow/saved_model/saved_model.proto
-echo "wrote eagerflow/function/graph_pb2.py ($(PYTHONPATH="$TOOLS" "$PYTHON" -m grpc_tools.protoc --version))"
+  eagerflow/function/graph.proto eagerflow/saved_model/saved_model.proto \
+  eagerflow/io/example.proto
+echo "wrote the _pb2.py modules ($(PYTHONPATH="$TOOLS" "$PYTHON" -m grpc_tools.protoc --version))"

@@ -331,6 +331,40 @@ class Dataset:
             datasets = args[0] if len(args) == 1 else tuple(args)
         return sources.ZipDataset(datasets)
 
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False,
+                             rerandomize_each_iteration=None):
+        """Elements drawn at random from ``datasets`` with probabilities ``weights``.
+
+        With ``stop_on_empty_dataset=False`` an exhausted dataset is dropped and sampling
+        goes on among the rest (TF's default).
+
+        Example:
+            >>> from eagerflow.data import Dataset
+            >>> ds = Dataset.sample_from_datasets(
+            ...     [Dataset.range(3), Dataset.range(10, 13)], seed=1)
+            >>> sorted(int(x) for x in ds)
+            [0, 1, 2, 10, 11, 12]
+        """
+        from eagerflow.data import sampling
+
+        return sampling.SampleDataset(datasets, weights, seed, stop_on_empty_dataset)
+
+    @staticmethod
+    def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=True):
+        """Element ``i`` taken from ``datasets[choice_dataset[i]]``.
+
+        Example:
+            >>> from eagerflow.data import Dataset
+            >>> a, b = Dataset.range(0, 3), Dataset.range(10, 13)
+            >>> [int(x) for x in Dataset.choose_from_datasets(
+            ...     [a, b], Dataset.from_tensor_slices([0, 1, 1, 0]))]
+            [0, 10, 11, 1]
+        """
+        from eagerflow.data import sampling
+
+        return sampling.ChooseDataset(datasets, choice_dataset, stop_on_empty_dataset)
+
     # -- combining and reordering -----------------------------------------------------------
 
     def concatenate(self, dataset, name=None):

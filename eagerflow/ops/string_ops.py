@@ -695,17 +695,20 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1,  
 
 
 # -- format ----------------------------------------------------------------------------------
-def _summarize(array, summarize):
-    """TF's tensor summary: nested brackets, elements space-separated, long dims elided."""
+def _summarize(array, summarize, depth=0):
+    """TF's tensor summary: nested brackets, elements space-separated, rows on new lines
+    (indented to their depth), dimensions longer than ``2 * summarize`` elided."""
     if array.ndim == 0:
         return _element(array[()])
     n = array.shape[0]
     if summarize >= 0 and n > 2 * summarize:
-        parts = [_summarize(array[i], summarize) for i in range(summarize)] + ["..."] + \
-            [_summarize(array[i], summarize) for i in range(n - summarize, n)]
+        rows = list(range(summarize)) + [None] + list(range(n - summarize, n))
     else:
-        parts = [_summarize(array[i], summarize) for i in range(n)]
-    return "[" + " ".join(parts) + "]"
+        rows = list(range(n))
+    parts = ["..." if i is None else _summarize(np.asarray(array[i], dtype=array.dtype),
+                                                summarize, depth + 1) for i in rows]
+    sep = " " if array.ndim == 1 else "\n" + " " * (depth + 1)
+    return "[" + sep.join(parts) + "]"
 
 
 def _element(v):
@@ -727,10 +730,7 @@ def _format_kernel(xp):
                 % (len(pieces) - 1, len(xs)))
         out = [pieces[0]]
         for x, piece in zip(xs, pieces[1:]):
-            x = np.asarray(x)
-            text = _summarize(x, summarize) if x.ndim or x.dtype.kind != "O" else \
-                x[()].decode("utf-8", "replace")
-            out.append(text)
+            out.append(_summarize(np.asarray(x), summarize))
             out.append(piece)
         return np.array("".join(out).encode("utf-8"), dtype=object)
     return kernel
@@ -742,23 +742,24 @@ def _format_samples(rng, dtype):
             (([np.arange(8, dtype=np.int32), np.array(b"s", object)],),
              {"template": "{} and {}!", "placeholder": "{}", "summarize": 2}),
             (([np.array([[1.5, 2.0]], np.float32)],),
-             {"template": "[{}]", "placeholder": "{}", "summarize": 3})]
+             {"template": "[{}]", "placeholder": "{}", "summarize": 3}),
+            (([np.arange(12, dtype=np.int32).reshape(3, 4)],),
+             {"template": "m={}", "placeholder": "{}", "summarize": 3})]
 
 
 def _format_reference(*xs, template, placeholder, summarize):
+    # numpy's own printer, reshaped into TF's conventions (no commas, quoted strings).
     text = template
     for x in xs:
         x = np.asarray(x)
-        if x.dtype.kind == "O" and x.ndim == 0:
-            rendered = x[()].decode()
-        else:
-            flat = x.reshape(-1)
-            if summarize >= 0 and x.ndim == 1 and x.size > 2 * summarize:
-                items = [str(v) for v in flat[:summarize]] + ["..."] + \
-                    [str(v) for v in flat[-summarize:]]
-            else:
-                items = ["%g" % v if x.dtype.kind == "f" else str(v) for v in flat]
-            rendered = "[" * x.ndim + " ".join(items) + "]" * x.ndim
+        if x.dtype.kind == "O":
+            x = np.vectorize(lambda v: '"%s"' % v.decode(), otypes=[object])(x) if x.size \
+                else x
+        rendered = np.array2string(
+            x, separator=" ", threshold=2 * summarize if summarize >= 0 else 10**9,
+            edgeitems=max(summarize, 0), formatter={
+                "float_kind": lambda v: "%g" % v, "int": str, "object": str,
+                "bool": lambda v: str(int(v))})
         text = text.replace(placeholder, rendered, 1)
     return np.array(text.encode(), dtype=object)
 
@@ -773,8 +774,8 @@ def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa:
     """Formats tensors into a template string (``tf.strings.format``).
 
     Each ``placeholder`` is replaced by one tensor printed as TF prints it: brackets per
-    dimension, elements separated by spaces, the middle of dimensions longer than
-    ``2 * summarize`` elided as ``...``; a scalar string is inserted as is.
+    dimension, elements separated by spaces, rows on new lines, the middle of dimensions
+    longer than ``2 * summarize`` elided as ``...``, strings in double quotes.
 
     Example:
         >>> import eagerflow as ef

@@ -7,6 +7,10 @@ Example:
     True
 """
 
+from eagerflow.io.example import (
+    BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List,
+    SequenceExample,
+)
 from eagerflow.train.checkpoint import Checkpoint, CheckpointLoadStatus, CheckpointOptions
 from eagerflow.train.checkpoint_management import (
     CheckpointManager,
@@ -16,5 +20,7 @@ from eagerflow.train.checkpoint_management import (
     load_variable,
 )
 
-__all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "CheckpointOptions",
+__all__ = ["Example", "SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists",
+           "BytesList", "FloatList", "Int64List", "Checkpoint", "CheckpointLoadStatus",
+           "CheckpointManager", "CheckpointOptions",
            "get_checkpoint_state", "latest_checkpoint", "list_variables", "load_variable"]

@@ -64,7 +64,7 @@ def test_format():
     assert ef.strings.format("tensor: {}", ef.range(10)).numpy() == \
         b"tensor: [0 1 2 ... 7 8 9]"
     assert ef.strings.format("{} {}", [ef.constant([1, 2]), ef.constant("s")]).numpy() == \
-        b"[1 2] s"
+        b'[1 2] "s"'
     with pytest.raises(errors.InvalidArgumentError, match="placeholders"):
         ef.strings.format("{}", [ef.constant(1), ef.constant(2)])
 

@@ -1,0 +1,157 @@
+"""Records reference outputs of real TensorFlow into tests/data/tf_reference/.
+
+Run it in an environment that has tensorflow (not a dependency of eagerflow):
+
+    python scripts/record_tf_reference.py
+
+It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
+string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
+tests read these files and compare eagerflow's results with them; no TensorFlow is needed
+to run the tests.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                   "tests", "data", "tf_reference")
+
+
+def _examples():
+    out = []
+    for i in range(4):
+        feature = {
+            "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i, -i * 1000])),
+            "score": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5 * i])),
+            "name": tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[("ex%d" % i).encode(), "\u00e9".encode()])),
+            "tags": tf.train.Feature(int64_list=tf.train.Int64List(value=list(range(i)))),
+        }
+        out.append(tf.train.Example(features=tf.train.Features(feature=feature)))
+    return out
+
+
+def record_tfrecords():
+    examples = _examples()
+    for name, options in (("examples.tfrecord", None), ("examples.tfrecord.gz", "GZIP")):
+        with tf.io.TFRecordWriter(os.path.join(OUT, name), options) as w:
+            for ex in examples:
+                w.write(ex.SerializeToString())
+    with tf.io.TFRecordWriter(os.path.join(OUT, "raw.tfrecord")) as w:
+        for payload in (b"", b"a", b"hello world" * 50):
+            w.write(payload)
+    parsed = tf.io.parse_example(
+        [ex.SerializeToString() for ex in examples],
+        {"id": tf.io.FixedLenFeature([2], tf.int64), "score": tf.io.FixedLenFeature([], tf.float32),
+         "tags": tf.io.VarLenFeature(tf.int64)})
+    return {"id": parsed["id"].numpy().tolist(), "score": parsed["score"].numpy().tolist(),
+            "tags_indices": parsed["tags"].indices.numpy().tolist(),
+            "tags_values": parsed["tags"].values.numpy().tolist(),
+            "tags_shape": parsed["tags"].dense_shape.numpy().tolist(),
+            "serialized_tensor_int32": tf.io.serialize_tensor(
+                tf.constant([[1, 2], [3, 4]])).numpy().hex(),
+            "serialized_tensor_string": tf.io.serialize_tensor(
+                tf.constant(["a", "bc"])).numpy().hex()}
+
+
+def record_strings():
+    words = ["", "a", "Hello", "TensorFlow", "x" * 17, "y" * 31, "z" * 33, "w" * 64,
+             "v" * 65, "the quick brown fox jumps over the lazy dog " * 5, "caf\u00e9"]
+    return {
+        "hash_words": words,
+        "hash_buckets": tf.strings.to_hash_bucket_fast(words, 2**62).numpy().tolist(),
+        "format_range": tf.strings.format("tensor: {}", tf.range(10)).numpy().decode(),
+        "format_float": tf.strings.format("{}", tf.constant([1.5, 2.0])).numpy().decode(),
+        "format_2d": tf.strings.format("{}", tf.constant([[1, 2], [3, 4]])).numpy().decode(),
+        "format_string": tf.strings.format("{}", tf.constant(["a", "b"])).numpy().decode(),
+        "format_scalar_string": tf.strings.format("{}", tf.constant("s")).numpy().decode(),
+        "as_string": tf.strings.as_string([1.5, -2.25]).numpy().tolist(),
+        "as_string_width": tf.strings.as_string([-40, 3], width=5, fill="0").numpy().tolist(),
+        "ngrams_pad": tf.strings.ngrams(["a", "b"], 3, pad_values=("<", ">")).numpy().tolist(),
+        "ngrams_short": tf.strings.ngrams(tf.ragged.constant([["a", "b", "c"], ["d"]]), 3,
+                                          preserve_short_sequences=True).to_list(),
+        "split_ws": tf.strings.split(["  a  b ", ""]).to_list(),
+        "unicode_bad": tf.strings.unicode_decode(b"a\xffb\xe2\x82", "UTF-8").numpy().tolist(),
+    }
+
+
+def _image():
+    rng = np.random.default_rng(0)
+    return rng.uniform(0, 255, size=(2, 7, 9, 3)).astype(np.float32)
+
+
+def record_resize():
+    img = _image()
+    out = {"input": img}
+    for method in ("bilinear", "nearest", "bicubic", "area", "lanczos3", "gaussian",
+                   "mitchellcubic"):
+        for size in ((4, 5), (13, 17)):
+            for antialias in (False, True):
+                key = "%s_%dx%d_%s" % (method, size[0], size[1], "aa" if antialias else "plain")
+                out[key] = tf.image.resize(img, size, method=method,
+                                           antialias=antialias).numpy()
+    out["crop_or_pad_5x11"] = tf.image.resize_with_crop_or_pad(img, 5, 11).numpy()
+    out["adjust_contrast"] = tf.image.adjust_contrast(img / 255.0, 1.7).numpy()
+    out["adjust_saturation"] = tf.image.adjust_saturation(img / 255.0, 0.4).numpy()
+    out["rgb_to_hsv"] = tf.image.rgb_to_hsv(img / 255.0).numpy()
+    out["rgb_to_grayscale"] = tf.image.rgb_to_grayscale(img).numpy()
+    out["per_image_standardization"] = tf.image.per_image_standardization(img).numpy()
+    out["convert_uint8_to_float"] = tf.image.convert_image_dtype(
+        img.astype(np.uint8), tf.float32).numpy()
+    out["convert_float_to_uint8"] = tf.image.convert_image_dtype(
+        img / 255.0, tf.uint8).numpy()
+    out["central_crop_0.5"] = tf.image.central_crop(img, 0.5).numpy()
+    np.savez(os.path.join(OUT, "image_ops.npz"), **out)
+
+
+CORPUS = ["The cat sat on the mat.", "A dog! A DOG, barking.", "the cat and the dog",
+          "Cats and dogs: friends?", "mat mat mat"]
+
+
+def record_text():
+    out = {"corpus": CORPUS}
+    for mode, kw in (("int", {"output_sequence_length": 6}), ("multi_hot", {}),
+                     ("count", {}), ("tf_idf", {}), ("int_bigrams", {"ngrams": 2})):
+        layer = tf.keras.layers.TextVectorization(
+            output_mode="int" if mode == "int_bigrams" else mode, **kw)
+        layer.adapt(CORPUS)
+        out[mode] = {"vocabulary": [v if isinstance(v, str) else v.decode()
+                                    for v in layer.get_vocabulary()],
+                     "output": layer(CORPUS).numpy().tolist()}
+    lookup = tf.keras.layers.StringLookup()
+    lookup.adapt(["b", "a", "b", "c", "b", "a"])
+    out["string_lookup"] = {"vocabulary": lookup.get_vocabulary(),
+                            "output": lookup(["a", "b", "z"]).numpy().tolist()}
+    norm = tf.keras.layers.Normalization(axis=-1)
+    data = np.array([[1.0, 10.0], [2.0, 20.0], [4.0, 40.0], [7.0, 5.0]], np.float32)
+    norm.adapt(data)
+    out["normalization"] = {"data": data.tolist(), "output": norm(data).numpy().tolist(),
+                            "mean": np.asarray(norm.mean).tolist(),
+                            "variance": np.asarray(norm.variance).tolist()}
+    hashing = tf.keras.layers.Hashing(num_bins=5)
+    out["hashing"] = hashing([["A"], ["B"], ["hello"]]).numpy().tolist()
+    disc = tf.keras.layers.Discretization(bin_boundaries=[0.0, 1.0, 2.0])
+    out["discretization"] = disc([[-1.5, 1.0, 3.0, 0.5]]).numpy().tolist()
+    with open(os.path.join(OUT, "text_layers.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    meta = {"tensorflow": tf.__version__}
+    meta["records"] = record_tfrecords()
+    meta["strings"] = record_strings()
+    meta["strings"] = json.loads(json.dumps(meta["strings"], default=lambda b: b.decode(
+        "latin-1")))
+    with open(os.path.join(OUT, "tf_values.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    record_resize()
+    record_text()
+    print("wrote", sorted(os.listdir(OUT)))
+
+
+if __name__ == "__main__":
+    main()

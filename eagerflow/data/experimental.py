@@ -134,7 +134,7 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
         >>> import os, tempfile
         >>> from eagerflow.data import experimental
         >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
-        >>> _ = open(p, "w").write("a,b,y\n1,x,0\n2,z,1\n")
+        >>> _ = open(p, "w").write("a,b,y\\n1,x,0\\n2,z,1\\n")
         >>> ds = experimental.make_csv_dataset(p, 2, label_name="y", num_epochs=1,
         ...                                    shuffle=False)
         >>> features, label = next(iter(ds))

@@ -40,7 +40,7 @@ DOCS = {
     "bitwise": "``eagerflow.bitwise``: bitwise operations on integers (``tf.bitwise``).",
     "dtypes": "``eagerflow.dtypes`` conversion functions.",
 }
-EXTRA_MODULES = ("creation_ops", "linalg_decomp", "random_generator")
+EXTRA_MODULES = ("creation_ops", "linalg_decomp", "random_generator", "replica_losses")
 
 
 def collect():

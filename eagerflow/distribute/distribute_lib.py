@@ -452,13 +452,15 @@ def _dense_tensor(value):
 class _Step:
     """The shared state of one ``run``: the merge-call group and the trace lock."""
 
-    __slots__ = ("group", "merges", "lock", "traced")
+    __slots__ = ("group", "merges", "lock", "traced", "instances", "instance_base")
 
     def __init__(self, n, timeout, traced):
         from eagerflow.distribute.communicator import LocalGroup
 
         self.group = LocalGroup(n, timeout) if n > 1 else None
         self.merges = [0] * n
+        self.instances = [0] * n  # collectives traced so far, per local replica
+        self.instance_base = None
         self.traced = traced
         # While tracing, the replicas share one graph builder: one runs at a time, handing
         # over at merge calls (TF's MirroredStrategy does the same).
@@ -523,6 +525,14 @@ class StrategyExtended:
 
     def _new_local_communicators(self):
         return LocalCommunicator.create_group(len(self._devices), self._timeout)
+
+    def _collective_group(self):
+        """How this strategy's traced collective nodes meet (``function.collective``):
+        local replicas are partitions of one multi-device call. A multi-worker strategy
+        returns a group over its communicator instead."""
+        from eagerflow.function import collective
+
+        return collective.LocalGroup([d or context.CPU0 for d in self._devices])
 
     # -- facts ---------------------------------------------------------------------------
     @property

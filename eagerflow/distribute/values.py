@@ -51,8 +51,18 @@ class DistributedValues:
         values: The components, in local replica order.
     """
 
+    # Traced functions take these apart into their components and rebuild them (TF's
+    # composite tensors); ``nest`` without ``expand_composites`` sees a leaf.
+    _nest_composite = True
+
     def __init__(self, values):
         self._values = tuple(values)
+
+    def _composite_components(self):
+        return list(self._values)
+
+    def _from_components(self, components):
+        return type(self)(components)
 
     @property
     def values(self):

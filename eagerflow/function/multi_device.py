@@ -55,6 +55,15 @@ class _Frame(threading.local):
 _frame = _Frame()
 
 
+def current_frame():
+    """``(rendezvous, step_id, deadline)`` of the multi-device call running on this thread,
+    or None outside one (collective nodes meet their peers through it)."""
+    frame = _frame
+    if frame.rendezvous is None:
+        return None
+    return frame.rendezvous, frame.step_id, frame.deadline
+
+
 def make_executor(graph):
     """An executor for ``graph``: single-device when placement uses one device.
 

@@ -259,6 +259,30 @@ class Strategy:
 
         return input_lib.DistributedDataset(self, dataset, options)
 
+    def experimental_split_global_batch(self, batch, global_batch_size=None):
+        """One global batch as PerReplica slices, split as ``experimental_distribute_dataset``
+        splits (an eagerflow addition: Keras ``fit`` uses it for array inputs).
+
+        Args:
+            batch: A structure of tensors whose first dimension is the batch.
+            global_batch_size: The full batch size (default: this batch's), which fixes
+                every replica's share ``ceil(global_batch_size / replicas)``.
+
+        Returns:
+            The batch itself with one replica, else a structure of PerReplica.
+        """
+        from eagerflow.distribute import input_lib
+
+        ext = self._extended
+        if len(ext._devices) == 1 and not ext._spans_workers:
+            return batch
+        if global_batch_size is None:
+            global_batch_size = input_lib._first_dim(batch)
+        parts = input_lib.split_batch(batch, global_batch_size, ext._replica_ids,
+                                      self.num_replicas_in_sync,
+                                      [d or context.CPU0 for d in ext._devices])
+        return input_lib._per_replica(parts)
+
     def distribute_datasets_from_function(self, dataset_fn, options=None):
         """Calls ``dataset_fn(InputContext)`` once per local replica; iterates them together.
 
@@ -299,14 +323,18 @@ class _Scope:
             raise RuntimeError("Mixing different tf.distribute.Strategy objects: %s is not %s"
                                % (self._strategy, current))
         self._token = strategy_context.push(self._strategy, None)
-        self._creator = variables_lib.variable_creator_scope(
-            self._strategy._extended._create_variable)
-        self._creator.__enter__()
+        # A nested scope of the same strategy (fit inside a scope, run inside fit) keeps
+        # the one creator already pushed: each variable is distributed once.
+        self._creator = None if current is self._strategy else \
+            variables_lib.variable_creator_scope(self._strategy._extended._create_variable)
+        if self._creator is not None:
+            self._creator.__enter__()
         return self._strategy
 
     def __exit__(self, *exc):
         try:
-            self._creator.__exit__(*exc)
+            if self._creator is not None:
+                self._creator.__exit__(*exc)
         finally:
             strategy_context.pop(self._token)
         return False

@@ -160,7 +160,7 @@ class DistributedIterator:
                 if not parts:
                     raise
                 # A replica whose pipeline ran out this step gets an empty batch.
-                empty = nest.map_structure(lambda t: wrap(t._value[:0], device), parts[0])
+                empty = nest.map_structure(lambda t, d=device: wrap(t._value[:0], d), parts[0])
                 parts.append(empty)
         return parts[0] if self._single else _per_replica(parts)
 

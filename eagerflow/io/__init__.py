@@ -14,20 +14,37 @@ Example:
     ['x']
 """
 
-from eagerflow.io import atomic, bundle, gfile, tfrecord  # noqa: F401
-from eagerflow.io.example import (  # noqa: F401
-    FixedLenFeature, VarLenFeature, parse_example, parse_single_example, parse_tensor,
-    serialize_tensor,
-)
-from eagerflow.io.image_codecs import (  # noqa: F401
-    decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png,
-)
-from eagerflow.io.tfrecord import TFRecordOptions, TFRecordWriter  # noqa: F401
-from eagerflow.ops.csv_ops import decode_csv  # noqa: F401
-from eagerflow.ops.file_ops import matching_files, read_file, write_file  # noqa: F401
+from eagerflow.io import atomic, bundle  # noqa: F401
 
-__all__ = ["atomic", "bundle", "gfile", "tfrecord", "read_file", "write_file",
-           "matching_files", "decode_csv", "TFRecordWriter", "TFRecordOptions",
-           "FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example",
-           "serialize_tensor", "parse_tensor", "decode_png", "encode_png", "decode_jpeg",
-           "encode_jpeg", "decode_image"]
+# The tf.io functions load on first use: checkpoints import this package for atomic and
+# bundle alone, and should not pay for protobuf messages, CSV or image codecs.
+_LAZY = {
+    "gfile": "eagerflow.io.gfile", "tfrecord": "eagerflow.io.tfrecord",
+    "FixedLenFeature": "eagerflow.io.example", "VarLenFeature": "eagerflow.io.example",
+    "parse_example": "eagerflow.io.example", "parse_single_example": "eagerflow.io.example",
+    "parse_tensor": "eagerflow.io.example", "serialize_tensor": "eagerflow.io.example",
+    "decode_image": "eagerflow.io.image_codecs", "decode_jpeg": "eagerflow.io.image_codecs",
+    "decode_png": "eagerflow.io.image_codecs", "encode_jpeg": "eagerflow.io.image_codecs",
+    "encode_png": "eagerflow.io.image_codecs", "TFRecordOptions": "eagerflow.io.tfrecord",
+    "TFRecordWriter": "eagerflow.io.tfrecord", "decode_csv": "eagerflow.ops.csv_ops",
+    "matching_files": "eagerflow.ops.file_ops", "read_file": "eagerflow.ops.file_ops",
+    "write_file": "eagerflow.ops.file_ops",
+}
+
+__all__ = ["atomic", "bundle"] + sorted(_LAZY)
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError("module 'eagerflow.io' has no attribute %r" % name)
+    import importlib
+
+    mod = importlib.import_module(module)
+    value = mod if module.endswith("." + name) else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -7,10 +7,6 @@ Example:
     True
 """
 
-from eagerflow.io.example import (
-    BytesList, Example, Feature, FeatureList, FeatureLists, Features, FloatList, Int64List,
-    SequenceExample,
-)
 from eagerflow.train.checkpoint import Checkpoint, CheckpointLoadStatus, CheckpointOptions
 from eagerflow.train.checkpoint_management import (
     CheckpointManager,
@@ -24,3 +20,17 @@ __all__ = ["Example", "SequenceExample", "Features", "Feature", "FeatureList", "
            "BytesList", "FloatList", "Int64List", "Checkpoint", "CheckpointLoadStatus",
            "CheckpointManager", "CheckpointOptions",
            "get_checkpoint_state", "latest_checkpoint", "list_variables", "load_variable"]
+
+# tf.train.Example and its parts load on first use (protobuf messages checkpoints never need).
+_EXAMPLE_NAMES = ("Example", "SequenceExample", "Features", "Feature", "FeatureList",
+                  "FeatureLists", "BytesList", "FloatList", "Int64List")
+
+
+def __getattr__(name):
+    if name in _EXAMPLE_NAMES:
+        from eagerflow.io import example
+
+        value = getattr(example, name)
+        globals()[name] = value
+        return value
+    raise AttributeError("module 'eagerflow.train' has no attribute %r" % name)

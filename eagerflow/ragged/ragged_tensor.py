@@ -18,6 +18,7 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
+from eagerflow.ops.ragged_ops import ragged_to_dense
 from eagerflow import _api as api
 from eagerflow.ops.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
@@ -282,47 +283,26 @@ class RaggedTensor:
     def to_tensor(self, default_value=None, name=None, shape=None):
         """A dense tensor, rows padded with ``default_value`` (zero or b"").
 
-        The result is a gather of the flat values with a mask, so gradients reach
-        ``flat_values``.
+        Each ragged level is densified by one ``RaggedToDense`` op, innermost first, so
+        this traces and gradients reach ``flat_values``. ``shape`` fixes dimensions
+        (truncating or padding rows), None entries keep the longest row.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.ragged.constant([[1, 2, 3], [4]]).to_tensor(shape=[None, 2]).numpy().tolist()
+            [[1, 2], [4, 0]]
         """
-        dense_shape = [int(x) for x in np.asarray(self.bounding_shape()._value)]
+        widths = [-1] * (self.ragged_rank + 1)
         if shape is not None:
             want = TensorShape(shape).as_list()
-            dense_shape = [w if w is not None else s for w, s in zip(want, dense_shape)]
-        flat = self.flat_values
-        positions = self._positions(dense_shape)  # index of each flat value in the dense grid
-        inner = flat.shape.as_list()[1:]
-        cells = int(np.prod(dense_shape[:self.ragged_rank + 1]))
-        keep = positions >= 0
-        if default_value is None:
-            default_value = b"" if flat.dtype is d.string else 0
-        pad = convert_to_tensor(default_value, dtype=flat.dtype)
-        # Append one padding row to the values and point empty cells at it.
-        pad_row = api.broadcast_to(pad, [1] + inner)
-        values = api.concat([api.gather(flat, np.nonzero(keep)[0]), pad_row], 0)
-        source = np.full(cells, values.shape[0] - 1, np.int64)
-        source[positions[keep]] = np.arange(int(keep.sum()))
-        dense = api.gather(values, source)
-        return api.reshape(dense, dense_shape)
+            widths = [-1 if w is None else int(w) for w in want[:self.ragged_rank + 1]] + \
+                [-1] * max(0, self.ragged_rank + 1 - len(want))
+        return self._densify(default_value, widths[1:])
 
-    def _positions(self, dense_shape):
-        """For each flat value, its linear index among the dense cells (-1 if cut off)."""
-        nrows = dense_shape[0]
-        idx = np.arange(nrows, dtype=np.int64)
-        valid = np.ones(nrows, bool)
-        for level, splits in enumerate(self.nested_row_splits):
-            s = np.asarray(splits._value)
-            width = dense_shape[level + 1]
-            lengths = s[1:] - s[:-1]
-            n_child = int(s[-1]) if s.size else 0
-            child_idx = np.empty(n_child, np.int64)
-            child_valid = np.zeros(n_child, bool)
-            owner = np.repeat(np.arange(lengths.size), lengths)
-            within = np.arange(n_child) - np.repeat(s[:-1], lengths)
-            child_idx[:] = idx[owner] * width + within if n_child else 0
-            child_valid[:] = valid[owner] & (within < width) if n_child else False
-            idx, valid = child_idx, child_valid
-        return np.where(valid, idx, -1)
+    def _densify(self, default_value, widths):
+        values = self._values._densify(default_value, widths[1:]) \
+            if isinstance(self._values, RaggedTensor) else self._values
+        return ragged_to_dense(values, self._row_splits, default_value, widths[0])
 
     def to_list(self):
         """Nested Python lists of the values."""

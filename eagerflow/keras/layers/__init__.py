@@ -28,6 +28,10 @@ from eagerflow.keras.layers.core import (  # noqa: F401
     Activation, Dense, Embedding, Identity, InputLayer, Lambda, Masking,
 )
 from eagerflow.keras.layers.einsum_dense import EinsumDense  # noqa: F401
+from eagerflow.keras.layers.image_preprocessing import (  # noqa: F401
+    CenterCrop, RandomBrightness, RandomContrast, RandomCrop, RandomFlip, RandomRotation,
+    RandomTranslation, RandomZoom, Rescaling, Resizing,
+)
 from eagerflow.keras.layers.merging import (  # noqa: F401
     Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
     concatenate, dot, maximum, minimum, multiply, subtract,
@@ -41,6 +45,10 @@ from eagerflow.keras.layers.pooling import (  # noqa: F401
     GlobalAvgPool2D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPooling1D, GlobalMaxPooling2D,
     GlobalMaxPooling3D, MaxPool1D, MaxPool2D, MaxPool3D, MaxPooling1D, MaxPooling2D,
     MaxPooling3D,
+)
+from eagerflow.keras.layers.preprocessing import (  # noqa: F401
+    CategoryEncoding, Discretization, Hashing, IntegerLookup, Normalization, StringLookup,
+    TextVectorization,
 )
 from eagerflow.keras.layers.recurrent import (  # noqa: F401
     GRU, LSTM, RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells,

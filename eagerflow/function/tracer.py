@@ -101,14 +101,10 @@ class Tracer:
                 break
         inputs = []
         for i, a in enumerate(args):
-            # Non-tensor values take the group's dtype, as in dispatch's conversion (numpy
-            # arrays only where TF converts them silently; see dtypes.implicitly_convertible).
-            want = group_dtype if i in group and (
-                not isinstance(a, (np.ndarray, np.generic)) or group_dtype is None or
-                dtypes_lib.implicitly_convertible(a.dtype, group_dtype)) else None
+            # Non-tensor values take the group's dtype, as in dispatch's conversion.
+            want = group_dtype if i in group else None
             converted = self.to_symbolic(a, want, prim)
-            if group_dtype is None and i in group and not isinstance(a, (np.ndarray,
-                                                                         np.generic)):
+            if group_dtype is None and i in group:
                 group_dtype = converted.dtype
             inputs.append(converted)
         _check_dtypes(prim, inputs, group)

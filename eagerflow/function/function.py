@@ -22,6 +22,8 @@ import inspect
 import logging
 import weakref
 
+import numpy as np
+
 from eagerflow import nest
 from eagerflow.framework import context
 from eagerflow.function import signature as sig
@@ -245,6 +247,9 @@ def _spec_key(arguments):
     return tuple(p for p, _ in items), tuple(k for _, k in items)
 
 
+_RETURNED_AS_TENSORS = (bool, int, float, complex, np.ndarray, np.generic)
+
+
 def trace_function(python_function, arguments, key, name, allow_variables=True):
     """Traces ``python_function`` for the tensor specs in ``key``; returns a ConcreteFunction."""
     from eagerflow.tape import GradientTape
@@ -281,7 +286,10 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
             result = python_function(*symbolic_args.args, **symbolic_args.kwargs)
         output_map = []
         for leaf in nest.flatten(result):
-            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
+            # As TF, Python numbers and numpy values returned become tensors (outputs of Const
+            # nodes); None and other Python objects come back as they are.
+            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False) or isinstance(
+                    leaf, _RETURNED_AS_TENSORS):
                 t = tracer.to_symbolic(leaf)
                 graph.outputs.append((t._node, t._index))
                 output_map.append(("out", len(graph.outputs) - 1))

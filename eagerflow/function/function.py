@@ -172,8 +172,16 @@ class Function:
                     "Retracing is expensive: pass tensors instead of Python values, use "
                     "input_signature with None dimensions, or reduce_retracing=True.",
                     self._name, self._trace_count + 1, reason)
+        first = self._trace_count == 0
         concrete = trace_function(self._python_function, arguments, trace_key, self._name,
-                                  allow_variables=self._trace_count == 0)
+                                  allow_variables=first)
+        if first and concrete._tracer.created_variables:
+            # As TF: a first trace that created variables is traced once more with creation
+            # refused, so a function that makes a new variable on every call fails now (with
+            # TF's ValueError) instead of silently reusing the first one; the singleton
+            # pattern (`if self.v is None: self.v = Variable(...)`) traces cleanly.
+            concrete = trace_function(self._python_function, arguments, trace_key,
+                                      self._name, allow_variables=False)
         self._trace_count += 1
         self._concretes.append((trace_key, concrete))
         return concrete

@@ -167,10 +167,12 @@ class Tracer:
         """Called by Variable() while tracing: allowed on a function's first trace only."""
         if not self.allow_variable_creation:
             raise ValueError(
-                "A @function tried to create a variable on a trace other than its first. "
-                "Variables inside a function are created once, on the first call; create them "
-                "outside the function (or guard creation with `if self.v is None:` on an "
-                "object attribute) so that later traces reuse them%s." % _at_user_line())
+                "tf.function only supports singleton tf.Variables created on the first call. "
+                "Make sure the tf.Variable is only created once or created outside "
+                "tf.function: variables inside a function are created once, on the first "
+                "call; create them outside the function (or guard creation with "
+                "`if self.v is None:` on an object attribute) so that later traces reuse "
+                "them%s." % _at_user_line())
         self.created_variables.append(variable)
 
     def lift(self, tensor):

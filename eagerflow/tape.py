@@ -462,7 +462,7 @@ class GradientTape:
         finally:
             self._recording = was_recording and self._active
         self._used = True
-        for i, g in enumerate(grads):
+        for g in grads:
             if g is None:
                 grads = _identity_gradients(grads, flat_targets, flat_sources, seeds)
                 break

@@ -557,3 +557,13 @@ def _autograph_workloads():
 
 
 WORKLOADS += _autograph_workloads()
+
+
+# -- input pipelines: PNG decode, resize, augment --------------------------------------------
+def _input_pipeline_workloads():
+    from eagerflow.benchmarks import input_pipeline_workloads
+
+    return input_pipeline_workloads._register(Workload)
+
+
+WORKLOADS += _input_pipeline_workloads()

@@ -363,6 +363,18 @@ _EVERY_LAYER = [
     lambda: layers.TimeDistributed(layers.Dense(2)), lambda: layers.UpSampling1D(),
     lambda: layers.UpSampling2D(), lambda: layers.ZeroPadding1D(),
     lambda: layers.ZeroPadding2D(), lambda: layers.ZeroPadding3D(),
+    # Preprocessing layers.
+    lambda: layers.Normalization(mean=[1.0], variance=[4.0]),
+    lambda: layers.Discretization(bin_boundaries=[0.0, 1.0]),
+    lambda: layers.CategoryEncoding(3), lambda: layers.Hashing(5),
+    lambda: layers.StringLookup(vocabulary=["a", "b"]),
+    lambda: layers.IntegerLookup(vocabulary=[3, 4]),
+    lambda: layers.TextVectorization(vocabulary=["x", "y"], output_sequence_length=3),
+    lambda: layers.Rescaling(0.5), lambda: layers.Resizing(2, 3), lambda: layers.CenterCrop(2, 2),
+    lambda: layers.RandomFlip(seed=1), lambda: layers.RandomRotation(0.1, seed=1),
+    lambda: layers.RandomZoom(0.1, seed=1), lambda: layers.RandomTranslation(0.1, 0.2, seed=1),
+    lambda: layers.RandomCrop(2, 2, seed=1), lambda: layers.RandomContrast(0.2, seed=1),
+    lambda: layers.RandomBrightness(0.2, seed=1),
 ]
 
 

@@ -32,7 +32,7 @@ import eagerflow as ef
 from eagerflow import nest
 from eagerflow.keras.utils.data_utils import (PyDataset, pack_x_y_sample_weight,
                                               unpack_x_y_sample_weight)
-from eagerflow.tensor import Tensor
+from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["get_adapter", "train_validation_split", "EpochIterator", "is_dataset"]
 
@@ -61,9 +61,12 @@ def _to_numpy(x, name):
         array = np.asarray(x.numpy())
     else:
         array = np.asarray(x)
+    if array.dtype.kind in "US" or (array.dtype == object and all(
+            isinstance(v, (str, bytes)) for v in array.flat)):
+        return np.asarray(convert_to_tensor(array)._value)  # string features: bytes
     if array.dtype == object:
         raise ValueError("`%s` contains Python objects (dtype=object) that cannot become "
-                         "tensors; pass numeric arrays of one shape." % name)
+                         "tensors; pass numeric arrays of one shape (or strings)." % name)
     if array.dtype.kind == "f" and array.dtype != np.dtype(_floatx()):
         array = array.astype(_floatx())
     if array.ndim == 0:

@@ -140,7 +140,10 @@ def _decode_tensor(msg):
     if shape is None:
         raise _data_loss("a stored tensor has an unknown shape")
     np_dtype = dtype.np_dtype
-    expected = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+    # Python ints: a declared [2**62, 4] cannot wrap around to match a short payload.
+    expected = np_dtype.itemsize
+    for d in shape:
+        expected *= d
     if len(msg.content) != expected:
         raise _data_loss("a %s%s tensor holds %d bytes, expected %d" % (
             dtype.name, list(shape), len(msg.content), expected))
@@ -730,6 +733,10 @@ class _Decoder:
             graph = self.graphs[name]
             graph.variables = [variables[i] for i in signature.variable]
             graph._variable_index = {id(v): i for i, v in enumerate(graph.variables)}
+        from eagerflow.function import graph_validation
+
+        graph_validation.validate_graphs(
+            self.graphs, {name: graph.variables for name, graph in self.graphs.items()})
         return self.graphs[""]
 
     def _variables(self):

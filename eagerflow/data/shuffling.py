@@ -6,9 +6,10 @@ the input ends, emit what is left of the buffer in uniformly random order. With 
 at least as large as the dataset every order is equally likely; a buffer of 1 keeps the
 order.
 
-Seeds: ``(seed, seed2)`` come from :func:`eagerflow.ops.random.random_stateful.get_seed` when the dataset
-is created, as for every random op, so a global ``eagerflow.random.set_seed`` makes the
-order the same in every fresh program. Without any seed the pair comes from OS entropy.
+Seeds: ``(seed, seed2)`` come from :func:`eagerflow.ops.random.random_stateful.get_seed`
+when the dataset is created, as for every random op, so a global
+``eagerflow.random.set_seed`` makes the order the same in every fresh program. Without any
+seed the pair comes from OS entropy.
 Each pass (each ``iter``, each ``repeat`` epoch) draws from ``numpy``'s Philox-backed
 ``default_rng([seed, seed2, epoch])``; ``reshuffle_each_iteration=False`` pins the epoch at 0
 so every pass has the first pass's order. The numbers are eagerflow's own: orders are not

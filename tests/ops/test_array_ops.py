@@ -1,5 +1,5 @@
-"""Tests of the array family, eagerflow.ops.array: every primitive against numpy (values, dtypes, shape
-rules), every gradient by finite differences in float64, the public functions' TF
+"""Tests of the array family, eagerflow.ops.array: every primitive against numpy (values,
+dtypes, shape rules), every gradient by finite differences in float64, the public functions' TF
 semantics, and the errors bad input must raise."""
 
 from __future__ import annotations

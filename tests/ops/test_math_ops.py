@@ -1,5 +1,5 @@
-"""Tests of the math family, eagerflow.ops.math: references, gradients (first and second order), edge
-cases and error messages."""
+"""Tests of the math family, eagerflow.ops.math: references, gradients (first and second
+order), edge cases and error messages."""
 
 from __future__ import annotations
 

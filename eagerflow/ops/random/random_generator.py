@@ -3,8 +3,8 @@
 A Philox generator's state is three int64 words ``[counter_lo, counter_hi, key]``: a 128-bit
 counter and a 64-bit key. Each draw of ``n`` values reads the state, moves the counter on by
 ``256 * n`` (TF's ``RngReadAndSkip``, so draws never overlap) and runs the stateless V2 op
-of :mod:`eagerflow.ops.random.random_stateless` on the key and counter it read. The numbers therefore
-equal TF's for the same seed, on every device.
+of :mod:`eagerflow.ops.random.random_stateless` on the key and counter it read. The numbers
+therefore equal TF's for the same seed, on every device.
 
 The state lives in a numpy array, read and written only through ``_read_state`` and
 ``_write_state``; making it an ``eagerflow.Variable`` (for checkpoints and traced

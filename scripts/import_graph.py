@@ -29,7 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = (
     ("L0 backend", ("errors", "nest", "backend")),
     ("L1 core", ("dtypes", "tensor_shape", "tensor", "framework", "variables", "indexed_slices")),
-    ("L2 ops", ("ops", "_api", "math", "nn", "linalg", "random", "bitwise", "utils")),
+    ("L2 ops", ("ops", "_api", "math", "nn", "linalg", "random", "bitwise", "strings", "ragged",
+                "utils")),
     ("L3 tape", ("tape", "tape_plan", "autodiff", "custom_gradient")),
     # The root package is the core namespace: it imports function and below, never the
     # libraries (those load lazily on attribute access), so the libraries may import it.

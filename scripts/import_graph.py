@@ -34,7 +34,7 @@ LAYERS = (
     ("L3 tape", ("tape", "tape_plan", "autodiff", "custom_gradient")),
     # The root package is the core namespace: it imports function and below, never the
     # libraries (those load lazily on attribute access), so the libraries may import it.
-    ("L4 function", ("function", "module", "config", "experimental", "__init__")),
+    ("L4 function", ("function", "autograph", "module", "config", "experimental", "__init__")),
     ("L5 libraries", ("keras", "data", "saved_model", "train", "summary", "io", "profiler",
                       "testing")),
     ("L6 distribute", ("distribute",)),

@@ -532,7 +532,7 @@ def _is_dynamic(value):
 
 
 def _dynamic_range(start, limit, delta, dtype):
-    from eagerflow.ops.range_dynamic import DYNAMIC_RANGE
+    from eagerflow.ops.array.range_dynamic import DYNAMIC_RANGE
 
     if dtype is None:
         names = [v.dtype.name if isinstance(v, Tensor) else _range_arg(v, "bound")[1]

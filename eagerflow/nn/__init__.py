@@ -33,6 +33,6 @@ from eagerflow.ops.nn.pool_ops import (  # noqa: F401
     avg_pool, avg_pool1d, avg_pool2d, avg_pool3d, max_pool, max_pool1d, max_pool2d, max_pool3d,
     pool,
 )
-from eagerflow.ops.replica_losses import (  # noqa: F401
+from eagerflow.ops.nn.replica_losses import (  # noqa: F401
     compute_average_loss, scale_regularization_loss,
 )

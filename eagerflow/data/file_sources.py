@@ -26,7 +26,7 @@ from eagerflow import errors
 from eagerflow.data import structure
 from eagerflow.data.dataset import Dataset
 from eagerflow.io import tfrecord
-from eagerflow.ops.csv_ops import _default_of, _fields, decode_csv
+from eagerflow.ops.io.csv_ops import _default_of, _fields, decode_csv
 from eagerflow.tensor_shape import TensorSpec
 
 __all__ = ["TextLineDataset", "TFRecordDataset", "CsvDataset"]

@@ -26,9 +26,9 @@ _LAZY = {
     "decode_image": "eagerflow.io.image_codecs", "decode_jpeg": "eagerflow.io.image_codecs",
     "decode_png": "eagerflow.io.image_codecs", "encode_jpeg": "eagerflow.io.image_codecs",
     "encode_png": "eagerflow.io.image_codecs", "TFRecordOptions": "eagerflow.io.tfrecord",
-    "TFRecordWriter": "eagerflow.io.tfrecord", "decode_csv": "eagerflow.ops.csv_ops",
-    "matching_files": "eagerflow.ops.file_ops", "read_file": "eagerflow.ops.file_ops",
-    "write_file": "eagerflow.ops.file_ops",
+    "TFRecordWriter": "eagerflow.io.tfrecord", "decode_csv": "eagerflow.ops.io.csv_ops",
+    "matching_files": "eagerflow.ops.io.file_ops", "read_file": "eagerflow.ops.io.file_ops",
+    "write_file": "eagerflow.ops.io.file_ops",
 }
 
 __all__ = ["atomic", "bundle"] + sorted(_LAZY)

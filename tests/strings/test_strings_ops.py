@@ -4,7 +4,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops.fingerprint import fingerprint64
+from eagerflow.ops.strings.fingerprint import fingerprint64
 
 
 def L(t):

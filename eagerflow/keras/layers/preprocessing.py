@@ -25,7 +25,7 @@ import numpy as np
 import eagerflow as ef
 from eagerflow import errors
 from eagerflow.keras.layers.base import Layer
-from eagerflow.ops.ragged_ops import table_lookup
+from eagerflow.ops.ragged.ragged_ops import table_lookup
 
 __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "StringLookup",
            "IntegerLookup", "TextVectorization"]

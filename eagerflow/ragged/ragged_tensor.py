@@ -20,6 +20,7 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops.ragged.ragged_ops import ragged_to_dense
 from eagerflow import _api as api
+from eagerflow import math as segments
 from eagerflow.ops.math.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
@@ -629,3 +630,63 @@ class RaggedTensorSpec:
     def __hash__(self):
         return hash(repr(self))
 
+
+
+# -- tf.concat / stack / gather / reductions on RaggedTensors ----------------------------------
+def _dispatch_gather(params, indices, axis=None):
+    if axis not in (None, 0):
+        raise errors.UnimplementedError(
+            None, "RaggedGather", "gather on a RaggedTensor supports axis 0, got %r." % axis)
+    return gather(params, indices)
+
+
+def _reduce(kind):
+    """A tf.math reduction over a RaggedTensor: all values, the rows axis or the ragged axis."""
+    def reduce(rt, axis=None, keepdims=False):
+        if keepdims:
+            raise errors.UnimplementedError(
+                None, "RaggedReduce", "keepdims=True is not supported for RaggedTensors.")
+        flat = rt.flat_values
+        if axis is None:
+            return getattr(api, "reduce_" + kind)(flat)
+        if isinstance(axis, (list, tuple)):
+            raise errors.UnimplementedError(
+                None, "RaggedReduce", "ragged reductions take one axis, got %r." % (axis,))
+        axis %= rt.ndim
+        if rt.ragged_rank != 1 or axis > 1:
+            raise errors.UnimplementedError(
+                None, "RaggedReduce", "ragged reductions support ragged_rank 1 over axis 0 or "
+                "1, got ragged_rank %d, axis %d." % (rt.ragged_rank, axis))
+        if axis == 1:
+            ids = rt.value_rowids()
+            n = len(rt)
+            if kind in ("sum", "mean"):
+                total = segments.unsorted_segment_sum(flat, ids, n)
+                if kind == "sum":
+                    return total
+                lengths = api.cast(rt.row_lengths(), flat.dtype)
+                shape = [-1] + [1] * (flat.ndim - 1)
+                return total / api.reshape(lengths, shape)
+            return getattr(segments, "unsorted_segment_" + kind)(flat, ids, n)
+        # axis 0: down the columns of the padded rows, the padding neutral for the reduction
+        if kind == "sum":
+            return api.reduce_sum(rt.to_tensor(), 0)
+        if kind == "mean":
+            ones = rt.with_flat_values(api.ones_like(flat))
+            return api.reduce_sum(rt.to_tensor(), 0) / api.reduce_sum(ones.to_tensor(), 0)
+        pad = flat.dtype.min if kind == "max" else flat.dtype.max
+        return getattr(api, "reduce_" + kind)(rt.to_tensor(default_value=pad), 0)
+    return reduce
+
+
+def _register():
+    from eagerflow.ops import composite
+
+    composite.register("concat", concat)
+    composite.register("stack", stack)
+    composite.register("gather", _dispatch_gather)
+    for kind in ("sum", "mean", "max", "min"):
+        composite.register("reduce_" + kind, _reduce(kind))
+
+
+_register()

@@ -89,3 +89,25 @@ def test_gradient_reaches_flat_values():
         loss = ef.reduce_sum(dense * ef.constant([[1.0, 10.0], [100.0, 1000.0]], ef.float64))
     grad = tape.gradient(loss, values)
     np.testing.assert_allclose(grad.numpy(), [2 * 1.0 * 1, 2 * 2.0 * 10, 2 * 3.0 * 100])
+
+
+def test_public_ops_dispatch_on_ragged():
+    rt = ef.ragged.constant([[1.0, 2.0], [], [3.0, 4.0, 5.0]])
+    assert ef.reduce_sum(rt, axis=1).numpy().tolist() == [3.0, 0.0, 12.0]
+    assert ef.reduce_max(rt, axis=-1).numpy().tolist()[::2] == [2.0, 5.0]
+    assert ef.reduce_max(rt, axis=1).numpy()[1] == np.finfo(np.float32).min  # empty row
+    mean = ef.reduce_mean(rt, axis=1).numpy()
+    assert mean[0] == 1.5 and np.isnan(mean[1]) and mean[2] == 4.0
+    assert ef.reduce_sum(rt).numpy() == 15.0
+    assert ef.reduce_sum(rt, axis=0).numpy().tolist() == [4.0, 6.0, 5.0]
+    assert ef.reduce_mean(rt, axis=0).numpy().tolist() == [2.0, 3.0, 5.0]
+    assert ef.reduce_min(rt, axis=0).numpy().tolist() == [1.0, 2.0, 5.0]
+    assert ef.concat([rt, rt[:1]], axis=0).to_list() == rt.to_list() + [[1.0, 2.0]]
+    assert ef.concat([rt, rt], axis=1).to_list()[2] == [3.0, 4.0, 5.0] * 2
+    assert ef.stack([ef.ragged.constant([[1], [2, 3]]), ef.ragged.constant([[4]])]).to_list() \
+        == [[[1], [2, 3]], [[4]]]
+    assert ef.gather(rt, [2, 1]).to_list() == [[3.0, 4.0, 5.0], []]
+    x = ef.Variable([1.0, 2.0, 3.0])
+    with ef.GradientTape() as tape:
+        loss = ef.reduce_sum(ef.reduce_max(ef.RaggedTensor.from_row_lengths(x, [2, 1]), axis=1))
+    assert tape.gradient(loss, x).numpy().tolist() == [0.0, 1.0, 1.0]

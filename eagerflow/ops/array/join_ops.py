@@ -15,6 +15,7 @@ from eagerflow.ops.array import (
     _SWEEP, _as_tensor, _axis, _dims, _err, _new_axis, _range, _scalar_axis, _zeros_shaped,
 )
 from eagerflow.ops.array.creation_ops import int_tuple
+from eagerflow.ops import composite
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, _sample_values
 from eagerflow.ops.registry import AbstractValue
@@ -303,6 +304,10 @@ def concat(values, axis, name="concat"):
         >>> ef.concat([[[1, 2]], [[3, 4]]], axis=0).numpy().tolist()
         [[1, 2], [3, 4]]
     """
+    if isinstance(values, (list, tuple)) and values and values[0].__class__ is not Tensor:
+        ragged = composite.handler("concat", *values)
+        if ragged is not None:
+            return ragged(values, axis)
     if not isinstance(values, (list, tuple)):
         values = [values]
     if not values:
@@ -487,6 +492,10 @@ def stack(values, axis=0, name="stack"):
         >>> ef.stack([[1, 2], [3, 4]], axis=1).numpy().tolist()
         [[1, 3], [2, 4]]
     """
+    if isinstance(values, (list, tuple)) and values and values[0].__class__ is not Tensor:
+        ragged = composite.handler("stack", *values)
+        if ragged is not None:
+            return ragged(values, axis)
     if not isinstance(values, (list, tuple)):
         values = [values]
     if not values:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.ops import registry
+from eagerflow.ops import composite, registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, NUMERIC
 from eagerflow.ops.indexing import (
@@ -17,6 +17,7 @@ from eagerflow.ops.indexing import (
     _static_int, _values,
 )
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import Tensor
 
 __all__ = ["gather"]
 
@@ -227,6 +228,10 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         >>> ef.gather(ef.constant([[1, 2], [3, 4]]), [1, 0], axis=1).numpy().tolist()
         [[2, 1], [4, 3]]
     """
+    if params.__class__ is not Tensor:
+        ragged = composite.handler("gather", params)
+        if ragged is not None:
+            return ragged(params, indices, axis=axis)
     if axis is None:
         axis = batch_dims
     if axis.__class__ is not int or batch_dims.__class__ is not int:

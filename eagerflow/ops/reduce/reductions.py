@@ -22,6 +22,7 @@ from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import conj, equal
 from eagerflow.ops.math.cast import cast
+from eagerflow.ops import composite
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import BOOL, NUMERIC, REAL
 from eagerflow.ops.reduce import (
@@ -29,6 +30,7 @@ from eagerflow.ops.reduce import (
     _values, _with_rank,
 )
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import Tensor
 from eagerflow.ops.reduce.scans import CUMPROD
 
 __all__ = [
@@ -435,6 +437,10 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_sum(ef.constant([[1, 1, 1], [1, 1, 1]]), 0).numpy().tolist()
         [2, 2, 2]
     """
+    if input_tensor.__class__ is not Tensor:
+        ragged = composite.handler("reduce_sum", input_tensor)
+        if ragged is not None:
+            return ragged(input_tensor, axis, keepdims)
     return _reduce(SUM, "reduce_sum", input_tensor, axis, keepdims)
 
 
@@ -489,6 +495,10 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_mean(ef.constant([1, 0, 1, 0])).numpy()
         np.int32(0)
     """
+    if input_tensor.__class__ is not Tensor:
+        ragged = composite.handler("reduce_mean", input_tensor)
+        if ragged is not None:
+            return ragged(input_tensor, axis, keepdims)
     return _reduce(MEAN, "reduce_mean", input_tensor, axis, keepdims)
 
 
@@ -515,6 +525,10 @@ def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_max(ef.constant([[1, 5], [4, 2]]), axis=1).numpy().tolist()
         [5, 4]
     """
+    if input_tensor.__class__ is not Tensor:
+        ragged = composite.handler("reduce_max", input_tensor)
+        if ragged is not None:
+            return ragged(input_tensor, axis, keepdims)
     return _reduce(MAX, "reduce_max", input_tensor, axis, keepdims)
 
 
@@ -541,6 +555,10 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_min(ef.constant([[1, 5], [4, 2]]), axis=0).numpy().tolist()
         [1, 2]
     """
+    if input_tensor.__class__ is not Tensor:
+        ragged = composite.handler("reduce_min", input_tensor)
+        if ragged is not None:
+            return ragged(input_tensor, axis, keepdims)
     return _reduce(MIN, "reduce_min", input_tensor, axis, keepdims)
 
 

@@ -1,0 +1,32 @@
+"""Dispatch of public ops to composite tensors (RaggedTensor) that are not Tensors.
+
+A handful of public functions (``concat``, ``stack``, ``gather``, the reductions) also
+accept RaggedTensors, as TF's dispatch lets them. The composite type registers its
+implementation here (``register``), from its own module above the ops; the public function
+asks for it (``handler``) only when an argument is not a plain Tensor, so the common path
+pays nothing.
+
+Example:
+    >>> import eagerflow as ef
+    >>> ef.reduce_sum(ef.ragged.constant([[1, 2], [3]]), axis=1).numpy().tolist()
+    [3, 3]
+"""
+
+from __future__ import annotations
+
+__all__ = ["register", "handler"]
+
+_HANDLERS = {}
+
+
+def register(op_name, fn):
+    """Makes ``fn`` the implementation of public op ``op_name`` for composite inputs."""
+    _HANDLERS[op_name] = fn
+
+
+def handler(op_name, *values):
+    """The registered implementation when some value is a composite tensor, else None."""
+    for v in values:
+        if getattr(v, "_is_ragged", False):
+            return _HANDLERS.get(op_name)
+    return None

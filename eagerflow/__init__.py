@@ -12,6 +12,11 @@ Example:
 
 import warnings as _warnings
 
+# Before numpy loads: one BLAS thread pool per mpirun rank, sized to share the cores.
+from eagerflow import _launch_env
+
+_launch_env.limit_blas_threads()
+
 from eagerflow import dtypes, errors  # noqa: F401
 from eagerflow.dtypes import (  # noqa: F401
     DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32, float64,

@@ -10,8 +10,10 @@ buckets). A :class:`BucketPlan` is built once per set of gradient shapes and dty
 - each bucket holds one dtype and at most ``bytes_per_pack`` bytes;
 - a tensor larger than the cap, or alone in its bucket, is reduced in place in its own
   array: packing it would only add a copy (16 x 4 MB was slower fused than unfused here);
-- the flat buffers are allocated once, and the reduced gradients come back as views
-  into them (no unpacking copy), so they are valid until the plan's next reduction;
+- the flat buffers are allocated once and the reduced gradients come back as views into
+  them (no unpacking copy); a buffer is reused at the next step only if none of last
+  step's gradients is still referenced (else a fresh one is made), so a gradient a
+  caller keeps never changes under it;
 - ``MEAN`` is one in-place multiply per flat buffer instead of one per tensor.
 
 Before a plan's first reduction every rank checks that all ranks built the same plan,
@@ -34,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import zlib
 
 import numpy as np
@@ -59,7 +62,7 @@ def _compressed_dtype(compression):
 
 
 class _Bucket:
-    __slots__ = ("dtype", "members", "nbytes", "flat", "wire")
+    __slots__ = ("dtype", "members", "nbytes", "flat", "wire", "order")
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -67,6 +70,7 @@ class _Bucket:
         self.nbytes = 0
         self.flat = None
         self.wire = None
+        self.order = None
 
 
 class BucketPlan:
@@ -121,11 +125,31 @@ class BucketPlan:
             if len(b.members) == 1:
                 self.in_place.append(b.members[0][0])
         self.buckets = [b for b in self.buckets if len(b.members) > 1]
+        # The unpacked gradients are fixed views into the flat buffers, made once.
+        self._views = [None] * len(self.shapes)
         for b in self.buckets:
-            b.flat = np.empty(b.nbytes // b.dtype.itemsize, b.dtype)
+            b.order = [m[0] for m in b.members]
+            self._allocate(b)
             if self.compression and b.dtype.kind == "f" and b.dtype.itemsize >= 4:
                 b.wire = np.empty(b.flat.size, _compressed_dtype(self.compression))
         self.checked = False
+
+    def _allocate(self, b):
+        b.flat = np.empty(b.nbytes // b.dtype.itemsize, b.dtype)
+        for i, offset, size, shape in b.members:
+            self._views[i] = b.flat[offset:offset + size].reshape(shape)
+
+    def _reusable(self, b):
+        """True when nothing outside the plan still holds last step's views of ``b``.
+
+        The flat buffer is referenced by ``b.flat`` and by each cached view's base; each
+        view by the views list. Any extra reference (a caller keeping a gradient, or a
+        view of one) means reusing the buffer would change values it still reads.
+        """
+        if sys.getrefcount(b.flat) != 2 + len(b.members):
+            return False
+        views = self._views
+        return all(sys.getrefcount(views[i]) == 2 for i in b.order)
 
     @classmethod
     def for_arrays(cls, arrays, bytes_per_pack=None, names=None, compression=None):
@@ -218,8 +242,8 @@ class BucketPlan:
 
         Returns:
             The reduced arrays in the same order: views into the plan's flat buffers for
-            bucketed tensors (valid until this plan's next reduction), the given array
-            (reduced in place) for tensors over the cap.
+            bucketed tensors, the given array (reduced in place) for tensors over the cap
+            or alone in their bucket.
         """
         if op not in ("sum", "mean"):
             raise errors.InvalidArgumentError(
@@ -230,42 +254,35 @@ class BucketPlan:
                 % (len(grads), len(self.shapes)))
         if not self.checked:
             self.check(comm, timeout)
-        out = [None] * len(grads)
+        shapes, dtypes = self.shapes, self.dtypes
+        grads = [np.asarray(g) for g in grads]
+        for i, g in enumerate(grads):
+            if g.shape != shapes[i] or g.dtype != dtypes[i]:
+                self._bad_grad(i, g)
         wires = []
         for b in self.buckets:
-            flat = b.flat
-            for i, offset, size, _ in b.members:
-                g = np.asarray(grads[i])
-                if g.shape != self.shapes[i] or g.dtype != b.dtype:
-                    self._bad_grad(i, g)
-                flat[offset:offset + size] = g.reshape(-1)
+            if not self._reusable(b):
+                self._allocate(b)
+            # One C loop packs the bucket: concatenate flattens each input into ``out``.
+            np.concatenate([grads[i] for i in b.order], axis=None, out=b.flat)
             if b.wire is not None:
-                np.copyto(b.wire, flat, casting="unsafe")
+                np.copyto(b.wire, b.flat, casting="unsafe")
                 wires.append(b.wire)
             else:
-                wires.append(flat)
-        big = []
-        for i in self.in_place:
-            g = np.asarray(grads[i])
-            if g.shape != self.shapes[i] or g.dtype != self.dtypes[i]:
-                self._bad_grad(i, g)
-            big.append(g)
+                wires.append(b.flat)
+        big = [grads[i] for i in self.in_place]
         reduced = comm.allreduce(wires + big, "sum", timeout=timeout, name=name)
-        scale = 1.0 / comm.size if op == "mean" else None
+        mean = op == "mean" and comm.size > 1
+        out = list(self._views)
         for b, res in zip(self.buckets, reduced):
-            flat = b.flat
             if b.wire is not None:
-                np.copyto(flat, res, casting="unsafe")
-            elif res is not flat:
-                flat[...] = res
-            if scale is not None and comm.size > 1:
-                _scale(flat, comm.size)
-            for i, offset, size, shape in b.members:
-                out[i] = flat[offset:offset + size].reshape(shape)
+                np.copyto(b.flat, res, casting="unsafe")
+            elif res is not b.flat:
+                b.flat[...] = res
+            if mean:
+                _scale(b.flat, comm.size)
         for i, res in zip(self.in_place, reduced[len(self.buckets):]):
-            if scale is not None and comm.size > 1:
-                res = _scale(_writable(res), comm.size)
-            out[i] = res
+            out[i] = _scale(_writable(res), comm.size) if mean else res
         return out
 
     def _bad_grad(self, i, g):

@@ -230,3 +230,21 @@ def test_compressed_buckets_are_close_and_off_by_default(compression, tol):
         assert g.dtype == np.float32
         assert not np.array_equal(e, g)  # it is lossy
         np.testing.assert_allclose(g, e, rtol=tol, atol=tol)
+
+
+def test_bucket_buffers_are_reused_only_when_no_gradient_is_kept():
+    grads = [np.full(3, 1.0, np.float32), np.full(2, 2.0, np.float32)]
+    plan = BucketPlan.for_arrays(grads)
+    comm = LocalCommunicator.create_group(1)[0]
+    plan.all_reduce(comm, grads)
+    flat_id = id(plan.buckets[0].flat)
+    plan.all_reduce(comm, grads)
+    assert id(plan.buckets[0].flat) == flat_id  # nothing kept: the same buffer
+    kept = plan.all_reduce(comm, grads)
+    again = plan.all_reduce(comm, [np.full(3, 5.0, np.float32), np.full(2, 6.0, np.float32)])
+    assert kept[0].tolist() == [1, 1, 1] and kept[1].tolist() == [2, 2]  # unchanged
+    assert again[0].tolist() == [5, 5, 5] and again[0].base is not kept[0].base
+    part = again[1][:1]  # a view of a gradient also keeps its buffer
+    del again
+    plan.all_reduce(comm, grads)
+    assert part.tolist() == [6]

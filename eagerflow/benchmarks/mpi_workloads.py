@@ -1,0 +1,134 @@
+"""The ``mpi`` benchmark group: run under ``mpirun`` by ``python -m eagerflow.benchmarks``.
+
+Each workload is a function run by every rank of one ``mpirun`` job; rank 0 prints one
+JSON line per measurement: the candidates' median and range of per-call times over
+interleaved repeats (each repeat starts at a barrier, so both ranks time the same calls).
+
+Usage (what the benchmark command runs): ``mpirun -n 2 python -m
+eagerflow.benchmarks.mpi_workloads NAME [NAME...]``
+"""
+
+from __future__ import annotations
+
+import eagerflow  # noqa: F401  (first: it sizes each rank's BLAS pool before numpy loads)
+
+import json
+import sys
+import time
+
+import numpy as np
+
+REPEATS = 9
+
+
+def _timed(comm, fns, min_time=0.2, repeats=REPEATS):
+    """{name: [seconds per call, one per repeat]}, candidates interleaved, rank-synchronous."""
+    numbers = {}
+    for name, fn in fns.items():
+        for _ in range(3):
+            fn()
+        number = 1
+        while True:
+            comm.barrier()
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            elapsed = comm.allreduce([np.array([time.perf_counter() - start])], "max")[0][0]
+            if elapsed >= min_time / repeats or number >= 1 << 16:
+                break
+            number *= 4
+        numbers[name] = number
+    times = {name: [] for name in fns}
+    order = list(fns.items())
+    for r in range(repeats):
+        k = r % len(order)
+        for name, fn in order[k:] + order[:k]:
+            number = numbers[name]
+            comm.barrier()
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - start) / number)
+    # Every rank's view: the slowest rank sets the pace of a collective.
+    for name in times:
+        times[name] = comm.allreduce([np.array(times[name])], "max")[0].tolist()
+    return times
+
+
+def _emit(comm, workload, times, baseline, target):
+    if comm.rank != 0:
+        return
+    stats = {name: {"median_us": float(np.median(t)) * 1e6, "min_us": min(t) * 1e6,
+                    "max_us": max(t) * 1e6} for name, t in times.items()}
+    candidate = next(n for n in times if n != baseline)
+    ratio = [b / c for b, c in zip(times[baseline], times[candidate])]
+    print(json.dumps({"workload": workload, "ranks": comm.size, "times": stats,
+                      "speedup_median": float(np.median(ratio)), "speedup_min": min(ratio),
+                      "speedup_max": max(ratio), "candidate": candidate,
+                      "baseline": baseline, "target": target}), flush=True)
+
+
+def fused_small(comm):
+    """200 gradients of 1 KB: one bucket versus one all-reduce call per tensor."""
+    from eagerflow.distribute.bucketing import BucketPlan
+
+    grads = [np.ones(256, np.float32) for _ in range(200)]
+    plan = BucketPlan.for_arrays(grads)
+
+    def bucketed():
+        plan.all_reduce(comm, grads, "sum")
+
+    def per_tensor():
+        for g in grads:
+            comm.allreduce([g], "sum")
+
+    times = _timed(comm, {"one call per tensor": per_tensor, "bucketed": bucketed})
+    _emit(comm, "mpi all-reduce 200 x 1 KB", times, "one call per tensor", ">= 10x")
+
+
+def bandwidth(comm):
+    """Bucketed all-reduce of 4 MB and 64 MB against raw mpi4py Allreduce of the same bytes."""
+    from mpi4py import MPI
+
+    from eagerflow.distribute.bucketing import BucketPlan
+
+    raw_comm = MPI.COMM_WORLD.Dup()
+    for mb in (4, 64):
+        n = mb * (1 << 20) // 4
+        raw = np.ones(n, np.float32)
+        one = [np.ones(n, np.float32)]
+        one_plan = BucketPlan.for_arrays(one)
+        # The same bytes as 64 gradients: packed into buckets of up to 4 MiB.
+        many = [np.ones(n // 64, np.float32) for _ in range(64)]
+        many_plan = BucketPlan.for_arrays(many)
+
+        def raw_allreduce():
+            raw_comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)
+
+        times = _timed(comm, {
+            "raw mpi4py Allreduce": raw_allreduce,
+            "bucketed, one tensor": lambda: one_plan.all_reduce(comm, one, "sum"),
+            "bucketed, 64 tensors": lambda: many_plan.all_reduce(comm, many, "sum"),
+        }, min_time=0.5 if mb == 4 else 1.0, repeats=7)
+        for candidate in ("bucketed, one tensor", "bucketed, 64 tensors"):
+            _emit(comm, "mpi all-reduce bandwidth %d MB (%s)" % (mb, candidate.split(", ")[1]),
+                  {"raw mpi4py Allreduce": times["raw mpi4py Allreduce"],
+                   candidate: times[candidate]}, "raw mpi4py Allreduce", ">= 0.9x")
+    raw_comm.Free()
+
+
+WORKLOADS = {"fused_small": fused_small, "bandwidth": bandwidth}
+
+
+def main(argv):
+    from eagerflow.distribute.mpi_communicator import MPICommunicator
+
+    comm = MPICommunicator()
+    for name in argv or list(WORKLOADS):
+        WORKLOADS[name](comm)
+    comm.barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

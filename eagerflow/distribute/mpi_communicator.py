@@ -132,6 +132,18 @@ def _header(array, what):
     return head
 
 
+def _describe(heads):
+    """"float32 [3, 4], int64 []" from header rows."""
+    parts = []
+    for head in heads:
+        try:
+            dtype, shape = _shape_from_header(head, "broadcast")
+            parts.append("%s %s" % (dtype.name, list(shape)))
+        except errors.DataLossError:
+            parts.append("?")
+    return ", ".join(parts) or "no arrays"
+
+
 def _shape_from_header(head, what):
     code, ndim = int(head[0]), int(head[1])
     if not (0 <= code < len(_WIRE_DTYPES)) or not (0 <= ndim <= _MAX_RANK):
@@ -335,6 +347,22 @@ class MPICommunicator(Communicator):
             return bufs
 
         def run():
+            # Root's dtypes and shapes first (one small Bcast): a rank expecting other
+            # arrays fails naming both, instead of a truncated or hanging transfer.
+            heads = np.stack([_header(b, "broadcast") for b in bufs]) if bufs else \
+                np.zeros((0, 2 + _MAX_RANK), np.int64)
+            count = np.array([len(bufs)], np.int64)
+            self._comm.Bcast(count, root=root)
+            theirs = np.empty((int(count[0]), heads.shape[1]), np.int64)
+            if self._rank == root:
+                theirs[...] = heads
+            self._comm.Bcast(theirs, root=root)
+            if not np.array_equal(theirs, heads):
+                raise errors.InvalidArgumentError(
+                    None, "broadcast", "broadcast%s: rank %d expects %s but root %d sends %s; "
+                    "every rank must create the same variables (shapes, dtypes, order)"
+                    % (" %r" % name if name else "", self._rank, _describe(heads), root,
+                       _describe(theirs)))
             for b in bufs:
                 if b.size:
                     self._comm.Bcast([_bytes_view(b), self._MPI.BYTE], root=root)

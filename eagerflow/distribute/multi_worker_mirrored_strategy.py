@@ -66,7 +66,11 @@ class GradientReducer:
         self._plans = {}
 
     def reduce(self, arrays, op, name="gradients"):
+        """The reduced arrays; the given arrays are never written (they may be a
+        tensor's or a variable's storage), so tensors over the bucket cap are copied."""
         from eagerflow.distribute.bucketing import BucketPlan
+
+        arrays = [_readonly(a) for a in arrays]
 
         if op == "first":
             return self._comm.broadcast([np.array(a) for a in arrays], 0, name=name)
@@ -80,6 +84,12 @@ class GradientReducer:
                 [k[0] for k in key], [k[1] for k in key], self._options.bytes_per_pack,
                 compression=self._options.compression)
         return plan.all_reduce(self._comm, arrays, op, name=name)
+
+
+def _readonly(array):
+    view = np.asarray(array).view()
+    view.flags.writeable = False
+    return view
 
 
 class _WorkerGroup:
@@ -149,16 +159,42 @@ class MultiWorkerExtended(StrategyExtended):
             from eagerflow.distribute.distribute_lib import _device_scope
             from eagerflow.tensor import convert_to_tensor
 
+            from eagerflow.distribute.distribute_lib import _state
+
             initial = kwargs.get("initial_value")
-            if callable(initial):
-                with _device_scope(self._devices[0]):
-                    initial = initial()
+            trace = _state.trace
+            # Inside a trace the value is made eagerly (as Variable itself does: TF's
+            # init_scope), so there is a concrete value to broadcast.
+            previous = context.set_trace_hook(None) if trace is not None else None
+            try:
+                if callable(initial):
+                    with _device_scope(self._devices[0]):
+                        initial = initial()
+                if trace is not None and getattr(initial, "_graph", None) is not None:
+                    initial = trace.lift(initial)
+            finally:
+                if trace is not None:
+                    context.set_trace_hook(previous)
+            if initial is None:
+                return super()._make_variable(next_creator, kwargs, sync, aggregation)
             value = convert_to_tensor(initial, dtype=kwargs.get("dtype"))
             array = np.array(value._value)
             self._comm.broadcast([array], 0, name="initial value of %s"
                                  % (kwargs.get("name") or "a variable"))
             kwargs = dict(kwargs, initial_value=array)
         return super()._make_variable(next_creator, kwargs, sync, aggregation)
+
+    def _reduce(self, op, value):
+        # One local replica: ``run`` returns its plain value, which is this worker's
+        # replica value (as TF's MultiWorkerMirroredStrategy treats it).
+        from eagerflow import nest
+        from eagerflow.distribute import values as values_lib
+
+        if self._spans_workers and not nest.is_nested(value) and not isinstance(
+                value, values_lib.DistributedValues) and \
+                not getattr(value, "_is_distributed_variable", False):
+            return self._reduce_components(op, [value])
+        return super()._reduce(op, value)
 
     # -- gradients through the buckets ---------------------------------------------------
     def _all_reduce(self, replica, op, tensors):

@@ -33,7 +33,8 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"eagerflow\.
 __version__ = "0.1.0"
 
 from eagerflow._api import *  # noqa: E402,F401,F403
-from eagerflow import bitwise, linalg, math, nn, random  # noqa: E402,F401
+from eagerflow import bitwise, linalg, math, nn, random, ragged, strings  # noqa: E402,F401
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec  # noqa: E402,F401
 from eagerflow import autodiff, config, experimental, nest  # noqa: E402,F401
 from eagerflow.custom_gradient import custom_gradient, recompute_grad  # noqa: E402,F401
 from eagerflow.framework.device_scope import device  # noqa: E402,F401
@@ -53,7 +54,7 @@ from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
 
 # Heavier subpackages load on first use, keeping ``import eagerflow`` fast.
 _LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summary",
-                    "profiler")
+                    "profiler", "autograph")
 
 
 def __getattr__(name):

@@ -547,3 +547,13 @@ WORKLOADS += [
     Workload("keras fit MLP 784-512-512-10, 8192 samples b128", keras_fit_mlp_epoch,
              unit="epoch", note="1 epoch; target >= 0.8x numpy throughput (<= 1.25x time)"),
 ]
+
+
+# -- AutoGraph: trace-time cost of conversion ------------------------------------------------
+def _autograph_workloads():
+    from eagerflow.benchmarks import autograph_workloads
+
+    return autograph_workloads._register(Workload)
+
+
+WORKLOADS += _autograph_workloads()

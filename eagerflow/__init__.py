@@ -12,10 +12,8 @@ Example:
 
 import warnings as _warnings
 
-# Before numpy loads: one BLAS thread pool per mpirun rank, sized to share the cores.
-from eagerflow import _launch_env
-
-_launch_env.limit_blas_threads()
+# First, before numpy loads: sizes each mpirun rank's BLAS thread pool to share the cores.
+from eagerflow import _launch_env  # noqa: F401
 
 from eagerflow import dtypes, errors  # noqa: F401
 from eagerflow.dtypes import (  # noqa: F401

@@ -8,7 +8,8 @@ rank gets ``cores // local ranks`` (at least 1) BLAS threads. The variables only
 they are set before numpy is first imported: import eagerflow first, or launch with
 ``mpirun -n 2 -genv OPENBLAS_NUM_THREADS 1 python train.py``.
 
-This module imports nothing heavy: it runs before numpy.
+This module imports nothing heavy: importing it (eagerflow's first import) applies the
+setting, before numpy loads.
 """
 
 import os
@@ -46,3 +47,6 @@ def limit_blas_threads():
             "may use one thread per core in each of %d ranks (slow); import eagerflow first "
             "or launch with `mpirun -genv OPENBLAS_NUM_THREADS %s ...`\n" % (ranks, threads))
     return int(threads)
+
+
+limit_blas_threads()

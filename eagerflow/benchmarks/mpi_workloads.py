@@ -94,33 +94,135 @@ def bandwidth(comm):
 
     raw_comm = MPI.COMM_WORLD.Dup()
     for mb in (4, 64):
-        n = mb * (1 << 20) // 4
-        raw = np.ones(n, np.float32)
-        one = [np.ones(n, np.float32)]
-        one_plan = BucketPlan.for_arrays(one)
-        # The same bytes as 64 gradients: packed into buckets of up to 4 MiB.
-        many = [np.ones(n // 64, np.float32) for _ in range(64)]
-        many_plan = BucketPlan.for_arrays(many)
-
-        def raw_allreduce():
-            raw_comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)
-
-        times = _timed(comm, {
-            "raw mpi4py Allreduce": raw_allreduce,
-            "bucketed, one tensor": lambda: one_plan.all_reduce(comm, one, "sum"),
-            "bucketed, 64 tensors": lambda: many_plan.all_reduce(comm, many, "sum"),
-        }, min_time=0.5 if mb == 4 else 1.0, repeats=7)
-        for candidate in ("bucketed, one tensor", "bucketed, 64 tensors"):
-            _emit(comm, "mpi all-reduce bandwidth %d MB (%s)" % (mb, candidate.split(", ")[1]),
-                  {"raw mpi4py Allreduce": times["raw mpi4py Allreduce"],
-                   candidate: times[candidate]}, "raw mpi4py Allreduce", ">= 0.9x")
+        _bandwidth_at(comm, raw_comm, MPI, BucketPlan, mb)
     raw_comm.Free()
 
 
-WORKLOADS = {"fused_small": fused_small, "bandwidth": bandwidth}
+def _bandwidth_at(comm, raw_comm, MPI, BucketPlan, mb):
+    n = mb * (1 << 20) // 4
+    raw = np.ones(n, np.float32)
+    one = [np.ones(n, np.float32)]
+    one_plan = BucketPlan.for_arrays(one)
+    # The same bytes as 64 gradients: packed into buckets of up to 4 MiB.
+    many = [np.ones(n // 64, np.float32) for _ in range(64)]
+    many_plan = BucketPlan.for_arrays(many)
+
+    def raw_allreduce():
+        raw_comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)
+
+    times = _timed(comm, {
+        "raw mpi4py Allreduce": raw_allreduce,
+        "bucketed, one tensor": lambda: one_plan.all_reduce(comm, one, "sum"),
+        "bucketed, 64 tensors": lambda: many_plan.all_reduce(comm, many, "sum"),
+    }, min_time=0.5 if mb == 4 else 1.0, repeats=7)
+    for candidate in ("bucketed, one tensor", "bucketed, 64 tensors"):
+        _emit(comm, "mpi all-reduce bandwidth %d MB (%s)" % (mb, candidate.split(", ")[1]),
+              {"raw mpi4py Allreduce": times["raw mpi4py Allreduce"],
+               candidate: times[candidate]}, "raw mpi4py Allreduce", ">= 0.9x")
+
+
+def overlap(comm):
+    """Does overlapping an all-reduce with compute pay on this MPI build?
+
+    The backward pass of a layer stack, as compute chunks (matmuls of a 512-wide MLP
+    backward), and the gradients of the layers done so far, as 4 MB buckets. Sequential:
+    compute everything, then all-reduce every bucket. Overlapped: start each bucket's
+    ``Iallreduce`` as soon as its chunk is done and call ``Test`` between later chunks
+    (MPI progresses only inside MPI calls here), then wait for all.
+    """
+    from mpi4py import MPI
+
+    raw = MPI.COMM_WORLD.Dup()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((512, 512)).astype(np.float32)
+    h = rng.standard_normal((512, 512)).astype(np.float32)
+    buckets = [np.ones(1 << 20, np.float32) for _ in range(4)]
+
+    def chunk():
+        return (h @ a) @ a
+
+    def sequential():
+        for _ in buckets:
+            chunk()
+        for b in buckets:
+            raw.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
+
+    def overlapped():
+        pending = []
+        for b in buckets:
+            chunk()
+            for r in pending:
+                r.Test()
+            pending.append(raw.Iallreduce(MPI.IN_PLACE, b, op=MPI.SUM))
+        MPI.Request.Waitall(pending)
+
+    times = _timed(comm, {"sequential": sequential, "overlapped": overlapped},
+                   min_time=0.5, repeats=7)
+    _emit(comm, "mpi overlap 4 x (compute chunk + 4 MB all-reduce)", times, "sequential",
+          "> 1.0x to be worth a second path")
+    raw.Free()
+
+
+_SIZES = (784, 512, 512, 10)
+
+
+def mlp_step(steps=25, batch=1024):
+    """Per-step seconds of a traced MultiWorkerMirroredStrategy Adam step of the MLP
+    784-512-512-10 at global batch ``batch`` (each rank computes batch / ranks rows).
+
+    Rank 0 prints {"workload": "mlp", "ranks": N, "step_s": [...]}; the benchmark command
+    runs it under ``mpirun -n 1`` and ``-n 2`` in turn and reports the ratio.
+    """
+    import eagerflow as ef
+    from eagerflow import keras
+
+    strategy = ef.distribute.MultiWorkerMirroredStrategy()
+    comm = strategy.extended.communicator
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((batch, _SIZES[0])).astype(np.float32)
+    ya = rng.integers(0, _SIZES[-1], batch).astype(np.int32)
+    with strategy.scope():
+        ef.random.set_seed(0)
+        model = keras.Sequential([keras.Input((_SIZES[0],))] + [
+            keras.layers.Dense(n, activation="relu") for n in _SIZES[1:-1]] + [
+            keras.layers.Dense(_SIZES[-1])])
+        opt = keras.optimizers.Adam(1e-3)
+
+    def replica_step(x, y):
+        with ef.GradientTape() as tape:
+            loss = ef.nn.compute_average_loss(
+                ef.nn.sparse_softmax_cross_entropy_with_logits(y, model(x, training=True)),
+                global_batch_size=batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    @ef.function
+    def step(x, y):
+        return strategy.reduce("SUM", strategy.run(replica_step, args=(x, y)), axis=None)
+
+    ds = ef.data.Dataset.from_tensor_slices((xa, ya)).batch(batch).repeat()
+    x, y = next(iter(strategy.experimental_distribute_dataset(ds)))
+    for _ in range(3):
+        step(x, y)
+    times = []
+    for _ in range(steps):
+        comm.barrier()
+        start = time.perf_counter()
+        float(step(x, y))
+        times.append(time.perf_counter() - start)
+    times = comm.allreduce([np.array(times)], "max")[0].tolist()
+    if comm.rank == 0:
+        print(json.dumps({"workload": "mlp", "ranks": comm.size, "step_s": times}), flush=True)
+
+
+WORKLOADS = {"fused_small": fused_small, "bandwidth": bandwidth, "overlap": overlap}
 
 
 def main(argv):
+    if argv == ["mlp"]:
+        mlp_step()
+        return 0
     from eagerflow.distribute.mpi_communicator import MPICommunicator
 
     comm = MPICommunicator()

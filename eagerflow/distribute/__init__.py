@@ -22,3 +22,7 @@ from eagerflow.distribute.mirrored_strategy import (  # noqa: F401
 from eagerflow.distribute.values import (  # noqa: F401
     DistributedValues, Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable,
 )
+from eagerflow.distribute import cluster_resolver, experimental  # noqa: F401,E402
+from eagerflow.distribute.multi_worker_mirrored_strategy import (  # noqa: F401,E402
+    MultiWorkerMirroredStrategy,
+)

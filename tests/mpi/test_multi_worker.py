@@ -95,3 +95,31 @@ def test_plain_python_runs_the_script_as_one_worker_without_mpi(tmp_path):
         env={k: "" for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")})
     assert out.split()[-2:] == ["OK", "False"], out
     assert os.path.exists(tmp_path / "o.json")
+
+
+def test_keras_chief_alone_prints_logs_and_saves(tmp_path):
+    res = mpirun(2, "keras_chief.py", str(tmp_path), "writes")
+    ok(res, 2)
+    assert res.stdout.count("Epoch 1/3") == 1 and res.stdout.count("Epoch 3/3") == 1, \
+        res.stdout  # progress from the chief only
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["ckpt-1.weights.h5", "ckpt-2.weights.h5", "ckpt-3.weights.h5",
+                     "final.json", "log.csv", "model.keras", "tb"], names
+    assert len(open(tmp_path / "log.csv").read().strip().splitlines()) == 4  # header + 3
+    assert len(os.listdir(tmp_path / "tb" / "train")) == 1  # one event file: the chief's
+
+
+def test_backup_and_restore_resumes_a_killed_job_to_the_same_weights(tmp_path):
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    whole.mkdir()
+    killed.mkdir()
+    ok(mpirun(2, "keras_chief.py", str(whole), "backup"), 2)
+    first = mpirun(2, "keras_chief.py", str(killed), "backup", "--kill-at-epoch", "2")
+    assert first.returncode != 0 and first.survivors == [] and "rank 0 OK" not in first.stdout
+    assert sorted(os.listdir(killed / "backup")) == ["epoch-1.efckpt", "training_state.json"]
+    again = mpirun(2, "keras_chief.py", str(killed), "backup", "--kill-at-epoch", "2")
+    ok(again, 2)
+    assert "Epoch 1/4" not in again.stdout and "Epoch 3/4" in again.stdout, again.stdout
+    assert os.listdir(killed / "backup") == []  # deleted once fit completed
+    with open(whole / "final.json") as f, open(killed / "final.json") as g:
+        assert json.load(f) == json.load(g)  # bit for bit

@@ -27,12 +27,14 @@ with numpy.
 
 mpi4py is imported when the first communicator is made, never by ``import eagerflow``.
 
-Example:
-    >>> import numpy as np
-    >>> from eagerflow.distribute.mpi_communicator import MPICommunicator
-    >>> comm = MPICommunicator()          # under `mpirun -n N`: rank and size from MPI
-    >>> comm.allreduce([np.ones(3, np.float32)])[0] / comm.size
-    array([1., 1., 1.], dtype=float32)
+Example (a script run with ``mpirun -n 2 python script.py``; it prints ``[2. 2. 2.]``
+on each rank)::
+
+    import numpy as np
+    from eagerflow.distribute.mpi_communicator import MPICommunicator
+
+    comm = MPICommunicator()        # rank and size from MPI
+    print(comm.allreduce([np.ones(3, np.float32)])[0])
 """
 
 from __future__ import annotations

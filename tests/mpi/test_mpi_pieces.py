@@ -248,3 +248,27 @@ def test_bucket_buffers_are_reused_only_when_no_gradient_is_kept():
     del again
     plan.all_reduce(comm, grads)
     assert part.tolist() == [6]
+
+
+def test_multi_worker_strategy_single_process_and_bad_resolvers(monkeypatch):
+    import eagerflow as ef
+
+    for name in cr._LAUNCHER_SIZE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    s = ef.distribute.MultiWorkerMirroredStrategy()
+    assert s.num_replicas_in_sync == 1 and s.extended.should_checkpoint
+    with s.scope():
+        v = ef.Variable([1.0, 2.0])
+    assert s.run(lambda: v * 2.0).numpy().tolist() == [2.0, 4.0]
+    _tf_config(monkeypatch, {"cluster": {"worker": ["a:1", "b:1"]},
+                             "task": {"type": "worker", "index": 1}})
+    with pytest.raises(errors.InvalidArgumentError, match=r"worker 1 of 2 but MPI started "
+                       r"this process as rank 0 of 1; launch with `mpirun -n 2"):
+        ef.distribute.MultiWorkerMirroredStrategy(cr.TFConfigClusterResolver())
+    _tf_config(monkeypatch, {"cluster": {"worker": ["a:1"]},
+                             "task": {"type": "worker", "index": 0}})
+    one = ef.distribute.MultiWorkerMirroredStrategy(cr.TFConfigClusterResolver())
+    assert one.cluster_resolver.task_type == "worker"
+    with pytest.raises(errors.InvalidArgumentError, match="NCCL is not available"):
+        ef.distribute.MultiWorkerMirroredStrategy(
+            communication_options=CommunicationOptions(implementation="NCCL"))

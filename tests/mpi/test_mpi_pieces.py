@@ -272,3 +272,12 @@ def test_multi_worker_strategy_single_process_and_bad_resolvers(monkeypatch):
     with pytest.raises(errors.InvalidArgumentError, match="NCCL is not available"):
         ef.distribute.MultiWorkerMirroredStrategy(
             communication_options=CommunicationOptions(implementation="NCCL"))
+
+
+@pytest.mark.parametrize("op", ["max", "min", "prod"])
+def test_local_communicator_reduces_0d_arrays_on_three_ranks(op):
+    # (Found by the MPI-versus-local comparison: a 0-d max of two arrays is a numpy scalar.)
+    results, failures = _on_threads(3, lambda c: c.allreduce([np.array(c.rank + 2.0)], op)[0])
+    assert failures == [None] * 3, failures
+    want = {"max": 4.0, "min": 2.0, "prod": 24.0}[op]
+    assert all(r.shape == () and float(r) == want for r in results), results

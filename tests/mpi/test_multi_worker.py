@@ -67,8 +67,10 @@ def test_data_sharding_policies_and_uneven_data(n):
 def test_ranks_building_different_models_fail_fast_with_the_difference(mode, message):
     res = mpirun(2, "mismatch.py", mode, env={"EAGERFLOW_COLLECTIVE_TIMEOUT": "60"})
     assert res.returncode != 0 and res.seconds < 20, res  # long before the 60 s deadline
+    # Every rank prints the message of the rank that stopped first (in "gradients" mode
+    # both detect the mismatch, so either may be first).
     for r in range(2):
-        assert "[eagerflow rank %d] rank 1" % r in res.stderr and message in res.stderr, \
+        assert "[eagerflow rank %d] rank " % r in res.stderr and message in res.stderr, \
             res.stderr[-3000:]
     assert res.survivors == []
 

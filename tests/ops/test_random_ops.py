@@ -10,10 +10,18 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import random_ops as r
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.random_generator import Generator, create_rng_state
+from eagerflow.ops.random.random_generator import Generator, create_rng_state
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops import random as random_family
+from eagerflow.ops.random import philox
+from eagerflow.ops.random import random_distributions
+from eagerflow.ops.random import random_stateful
+from eagerflow.ops.random import random_stateless
+from tests.ops.family_view import family_view
+
+# The random family as one namespace: its modules' names, __all__ and EXPORTS.
+r = family_view(random_family, (random_stateful, random_stateless, philox, random_distributions,))
 
 RNG = np.random.default_rng(5)
 STATELESS = [r.STATELESS_GET_KEY_COUNTER, r.STATELESS_NORMAL, r.STATELESS_UNIFORM,
@@ -243,11 +251,12 @@ def test_seed_edge_cases():
 
 
 _SCRIPT = (
-    "import eagerflow.ops.random_ops as r\n"
+    "import eagerflow.ops.random.random_stateful as r\n"
+    "import eagerflow.ops.random.random_stateless as s\n"
     "r.set_seed(42)\n"
     "print(r.normal([3]).numpy().tolist(), r.uniform([2], seed=3).numpy().tolist(),"
     " r.shuffle(list(range(6))).numpy().tolist(),"
-    " r.stateless_uniform([2], seed=[4, 5]).numpy().tolist())\n"
+    " s.stateless_uniform([2], seed=[4, 5]).numpy().tolist())\n"
     "r._seeds.global_seed = None\n"
     "print(r.normal([3]).numpy().tolist())\n")
 
@@ -544,7 +553,7 @@ def test_generator_bad_inputs():
 
 
 def test_global_generator():
-    from eagerflow.ops import random_generator as rg
+    from eagerflow.ops.random import random_generator as rg
 
     g = rg.get_global_generator()
     assert g is rg.get_global_generator()
@@ -619,3 +628,47 @@ def test_gpu_gives_the_cpu_numbers():
     np.testing.assert_array_equal(_np(gpu_stateful), _np(r.truncated_normal([33], seed=5)))
     np.testing.assert_array_equal(
         _np(gpu_cat), _np(r.stateless_categorical([[0.0, 1.0, 2.0]], 50, seed=[1, 2])))
+
+
+# -- invalid parameters: NaN, never a hang --------------------------------------------------------
+@pytest.mark.parametrize("dtype", [ef.float16, ef.float32, ef.float64])
+def test_gamma_invalid_alpha_gives_nan_without_hanging(dtype):
+    bad = [-1.0, -0.5, 0.0, float("nan"), -float("inf")]
+    alpha = bad + [0.5, 2.0]
+    x = _np(r.gamma([50], alpha, seed=3, dtype=dtype))
+    assert x.shape == (50, len(alpha))
+    assert np.isnan(x[:, :len(bad)]).all()
+    assert np.isfinite(x[:, len(bad):]).all() and (x[:, len(bad):] > 0).all()
+    y = _np(ef.random.stateless_gamma([50, len(alpha)], seed=[1, 2], alpha=alpha, dtype=dtype))
+    assert np.isnan(y[:, :len(bad)]).all()
+    assert np.isfinite(y[:, len(bad):]).all()
+    traced = ef.function(lambda a: ef.random.stateless_gamma([4, 2], [5, 6], a, dtype=dtype))
+    z = _np(traced(ef.constant([-2.0, 3.0], dtype)))
+    assert np.isnan(z[:, 0]).all() and np.isfinite(z[:, 1]).all()
+
+
+def test_gamma_valid_outputs_unchanged_by_invalid_neighbours():
+    # Each output has its own sub-stream: a NaN alpha next to a valid one changes nothing.
+    alone = _np(ef.random.stateless_gamma([20, 2], seed=[7, 8], alpha=[0.7, 3.0],
+                                          dtype=ef.float64))
+    mixed = _np(ef.random.stateless_gamma([20, 2], seed=[7, 8], alpha=[0.7, float("nan")],
+                                          dtype=ef.float64))
+    np.testing.assert_array_equal(mixed[:, 0], alone[:, 0])
+
+
+def test_gamma_infinite_alpha_is_inf():
+    x = _np(ef.random.stateless_gamma([8], seed=[1, 2], alpha=float("inf")))
+    assert np.isposinf(x).all()
+
+
+def test_rejection_loops_are_bounded(monkeypatch):
+    # With the caps forced to one round, the loops end at once: NaN for gamma outputs that
+    # did not accept in time, a clear error for truncated normal groups still short.
+    from eagerflow.ops.random import random_distributions as dist
+
+    monkeypatch.setattr(dist, "_GAMMA_MAX_ROUNDS", 0)
+    x = _np(ef.random.stateless_gamma([6], seed=[1, 2], alpha=2.0))
+    assert np.isnan(x).all()
+    monkeypatch.setattr(dist, "_TRUNCATED_MAX_ROUNDS", 0)
+    with pytest.raises(errors.InternalError, match="truncated normal"):
+        ef.random.stateless_truncated_normal([8], seed=[1, 2])

@@ -110,12 +110,16 @@ def _bandwidth_at(comm, raw_comm, MPI, BucketPlan, mb):
     def raw_allreduce():
         raw_comm.Allreduce(MPI.IN_PLACE, raw, op=MPI.SUM)
 
+    # fp16 transfer of the same 64 tensors (lossy; half the bytes, two casts).
+    fp16_plan = BucketPlan.for_arrays(many, compression="fp16")
     times = _timed(comm, {
         "raw mpi4py Allreduce": raw_allreduce,
         "bucketed, one tensor": lambda: one_plan.all_reduce(comm, one, "sum"),
         "bucketed, 64 tensors": lambda: many_plan.all_reduce(comm, many, "sum"),
+        "bucketed, 64 tensors fp16": lambda: fp16_plan.all_reduce(comm, many, "sum"),
     }, min_time=0.5 if mb == 4 else 1.0, repeats=7)
-    for candidate in ("bucketed, one tensor", "bucketed, 64 tensors"):
+    for candidate in ("bucketed, one tensor", "bucketed, 64 tensors",
+                      "bucketed, 64 tensors fp16"):
         _emit(comm, "mpi all-reduce bandwidth %d MB (%s)" % (mb, candidate.split(", ")[1]),
               {"raw mpi4py Allreduce": times["raw mpi4py Allreduce"],
                candidate: times[candidate]}, "raw mpi4py Allreduce", ">= 0.9x")

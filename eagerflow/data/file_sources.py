@@ -25,7 +25,7 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.data import structure
 from eagerflow.data.dataset import Dataset
-from eagerflow.io import tfrecord
+from eagerflow.io import tfrecord, untrusted
 from eagerflow.ops.io.csv_ops import _default_of, _fields, decode_csv
 from eagerflow.tensor_shape import TensorSpec
 
@@ -62,11 +62,7 @@ def _string(value):
 
 
 def _open_text(path, compression, where):
-    try:
-        raw = open(path, "rb")
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, where, "%s: %s: no such file." % (where, path)
-                                   ) from None
+    raw = untrusted.open_regular(path, "%s: %s" % (where, path))
     if compression == "GZIP":
         return gzip.GzipFile(fileobj=raw, mode="rb")
     if compression == "ZLIB":

@@ -24,7 +24,7 @@ import struct
 import zlib
 
 from eagerflow import errors
-from eagerflow.io import atomic
+from eagerflow.io import atomic, untrusted
 from eagerflow.io.crc32c import crc32c, masked_crc32c
 
 __all__ = ["frame", "read_records", "TFRecordWriter", "TFRecordOptions", "crc32c",
@@ -176,7 +176,7 @@ class _ZlibReader(io.RawIOBase):
 
 
 def _open(path, compression):
-    f = open(path, "rb")
+    f = untrusted.open_regular(path)  # a FIFO or device is refused, never blocked on
     if compression == "GZIP":
         import gzip
 
@@ -212,10 +212,7 @@ def read_records(path, compression_type=None, max_record_bytes=MAX_RECORD_BYTES)
     """
     compression = _compression(compression_type, "TFRecordDataset")
     path = os.fspath(path)
-    try:
-        raw, stream, size = _open(path, compression)
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, "TFRecordDataset", "%s: no such file." % path) from None
+    raw, stream, size = _open(path, compression)
     try:
         pos = 0
         while True:

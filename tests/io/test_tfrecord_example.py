@@ -163,3 +163,15 @@ def test_failed_write_leaves_no_file(tmp_path):
             w.write(b"x")
             raise RuntimeError("stop")
     assert os.listdir(str(tmp_path)) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_is_refused_not_blocked_on(tmp_path):
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    with pytest.raises(errors.InvalidArgumentError, match="FIFO"):
+        list(ef.data.TFRecordDataset(fifo))
+    with pytest.raises(errors.InvalidArgumentError, match="FIFO"):
+        ef.io.read_file(fifo)
+    with pytest.raises(errors.InvalidArgumentError, match="FIFO"):
+        list(ef.data.TextLineDataset(fifo))

@@ -40,20 +40,15 @@ def _scalar_path(x, op):
 def _read_kernel(xp):
     def kernel(filename):
         path = _scalar_path(filename, "ReadFile")
-        try:
-            size = os.path.getsize(path)
+        from eagerflow.io import untrusted  # the package's namespace imports this module
+
+        with untrusted.open_regular(path, "ReadFile: %s" % path) as f:
+            size = os.fstat(f.fileno()).st_size
             if size > MAX_FILE_BYTES:
                 raise errors.ResourceExhaustedError(
                     None, "ReadFile", "ReadFile: %s has %d bytes, more than the limit of %d."
                     % (path, size, MAX_FILE_BYTES))
-            with open(path, "rb") as f:
-                data = f.read(size + 1)
-        except FileNotFoundError:
-            raise errors.NotFoundError(None, "ReadFile", "ReadFile: %s: no such file." % path
-                                       ) from None
-        except IsADirectoryError:
-            raise errors.InvalidArgumentError(
-                None, "ReadFile", "ReadFile: %s is a directory." % path) from None
+            data = f.read(size + 1)
         return np.array(data, dtype=object)
     return kernel
 

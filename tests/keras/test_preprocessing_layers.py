@@ -129,11 +129,11 @@ def test_model_with_vocabulary_and_statistics_saves_and_loads(tmp_path):
 def test_string_model_as_saved_model_runs_without_its_code(tmp_path):
     tv = layers.TextVectorization(output_sequence_length=4)
     tv.adapt(["the cat", "the dog"])
-    text_in = keras.Input(shape=(1,), dtype="string")
+    text_in = keras.Input(shape=(1,), dtype="string", name="text")
     model = keras.Model(text_in, layers.Embedding(10, 3)(tv(text_in)))
     x = np.array([["the dog"], ["a cat"]], dtype=object)
     want = model(x).numpy()
     ef.saved_model.save(model, str(tmp_path / "sm"))
     loaded = ef.saved_model.load(str(tmp_path / "sm"))
-    out = loaded.signatures["serving_default"](input_layer=ef.constant(x))
+    out = loaded.signatures["serving_default"](text=ef.constant(x))
     np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6)

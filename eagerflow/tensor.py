@@ -284,7 +284,7 @@ def _infer_python(value, dtype=None):
             % (_short(value), exc)) from None
     kind = array.dtype.kind
     if kind == "f":
-        if value.__class__ is not float and array.dtype == np.float64 and array.size and \
+        if array.dtype == np.float64 and isinstance(_first_leaf(value), int) and \
                 np.abs(array).max() >= 2.0**63 and _all_ints(value):
             return _int_out_of_range(value, dtype)  # ints past int64 that numpy made floats
         return array.astype(np.float32) if array.dtype != np.float32 else array
@@ -345,6 +345,12 @@ def _nesting_depth(value, limit=100000):
             break
         value = value[0]
     return depth
+
+
+def _first_leaf(value):
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return value
 
 
 def _leaves(value):

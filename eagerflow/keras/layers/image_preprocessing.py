@@ -20,12 +20,15 @@ Example:
 from __future__ import annotations
 
 import math
+import reprlib
 
 import numpy as np
 
 import eagerflow as ef
 from eagerflow.keras.layers import layer_utils
 from eagerflow.keras.layers.base import Layer
+
+_show = reprlib.repr  # bounded: a hostile argument cannot make the message loop
 
 __all__ = ["Rescaling", "Resizing", "CenterCrop", "RandomFlip", "RandomRotation",
            "RandomZoom", "RandomTranslation", "RandomCrop", "RandomContrast",
@@ -164,7 +167,7 @@ class RandomFlip(_RandomLayer):
     def __init__(self, mode="horizontal_and_vertical", seed=None, **kwargs):
         super().__init__(seed, **kwargs)
         if mode not in ("horizontal", "vertical", "horizontal_and_vertical"):
-            raise ValueError("RandomFlip: unknown mode %r." % mode)
+            raise ValueError("RandomFlip: unknown mode %s." % _show(mode))
         self.mode = mode
 
     def call(self, inputs, training=True):
@@ -238,10 +241,11 @@ class _GeometricLayer(_RandomLayer):
                  fill_value=0.0, **kwargs):
         super().__init__(seed, **kwargs)
         if fill_mode not in ("reflect", "wrap", "nearest", "constant"):
-            raise ValueError("%s: unknown fill_mode %r." % (type(self).__name__, fill_mode))
+            raise ValueError("%s: unknown fill_mode %s." % (type(self).__name__,
+                                                             _show(fill_mode)))
         if interpolation not in ("bilinear", "nearest"):
-            raise ValueError("%s: interpolation must be 'bilinear' or 'nearest', got %r."
-                             % (type(self).__name__, interpolation))
+            raise ValueError("%s: interpolation must be 'bilinear' or 'nearest', got %s."
+                             % (type(self).__name__, _show(interpolation)))
         self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, \
             fill_value
 
@@ -371,8 +375,8 @@ class RandomContrast(_RandomLayer):
         low, high = _range(factor, "RandomContrast")
         self._low, self._high = 1.0 + low, 1.0 + high
         if self._low < 0:
-            raise ValueError("RandomContrast: factor must keep 1 - factor >= 0, got %r."
-                             % (factor,))
+            raise ValueError("RandomContrast: factor must keep 1 - factor >= 0, got %s."
+                             % _show(factor))
         self.value_range = tuple(value_range)
 
     def call(self, inputs, training=True):

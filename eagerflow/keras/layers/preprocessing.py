@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import math
+import reprlib
 
 import numpy as np
 
@@ -26,6 +27,8 @@ import eagerflow as ef
 from eagerflow import errors
 from eagerflow.keras.layers.base import Layer
 from eagerflow.ops.ragged.ragged_ops import table_lookup
+
+_show = reprlib.repr  # bounded: a hostile argument cannot make the message loop
 
 __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "StringLookup",
            "IntegerLookup", "TextVectorization"]
@@ -98,6 +101,9 @@ class Normalization(Layer):
 
     def _feature_shape(self, shape):
         rank = len(shape)
+        if any(not isinstance(a, int) or not -rank <= a < rank for a in self.axis):
+            raise ValueError("Normalization: axis %s is out of range for inputs of rank %d "
+                             "(shape %s)." % (_show(self.axis), rank, _show(shape)))
         axes = [a % rank for a in self.axis]
         return [shape[i] if i in axes else 1 for i in range(rank)], axes
 
@@ -178,7 +184,7 @@ class Discretization(Layer):
         self.num_bins = num_bins
         self.epsilon = epsilon
         if output_mode not in ("int", "one_hot", "multi_hot", "count"):
-            raise ValueError("Discretization: unknown output_mode %r." % output_mode)
+            raise ValueError("Discretization: unknown output_mode %s." % _show(output_mode))
         self.output_mode = output_mode
 
     def adapt(self, data, batch_size=None, steps=None):
@@ -228,7 +234,7 @@ def _encode(indices, depth, mode, weights=None):
     elif mode == "tf_idf":
         out = counts * ef.constant(np.asarray(weights, np.float32))
     else:
-        raise ValueError("unknown output_mode %r" % mode)
+        raise ValueError("unknown output_mode %s" % _show(mode))
     return out[0] if squeeze else out
 
 
@@ -238,10 +244,10 @@ class CategoryEncoding(Layer):
     def __init__(self, num_tokens=None, output_mode="multi_hot", sparse=False, **kwargs):
         super().__init__(**kwargs)
         if num_tokens is None or int(num_tokens) < 1:
-            raise ValueError("CategoryEncoding: num_tokens must be a positive int, got %r."
-                             % num_tokens)
+            raise ValueError("CategoryEncoding: num_tokens must be a positive int, got %s."
+                             % _show(num_tokens))
         if output_mode not in ("one_hot", "multi_hot", "count"):
-            raise ValueError("CategoryEncoding: unknown output_mode %r." % output_mode)
+            raise ValueError("CategoryEncoding: unknown output_mode %s." % _show(output_mode))
         self.num_tokens = int(num_tokens)
         self.output_mode = output_mode
 
@@ -274,9 +280,9 @@ class Hashing(Layer):
                  sparse=False, **kwargs):
         super().__init__(**kwargs)
         if salt is not None:
-            raise NotImplementedError(
-                "Hashing: salt (SipHash, to_hash_bucket_strong) is not implemented; "
-                "use salt=None.")
+            raise errors.UnimplementedError(
+                None, "Hashing", "Hashing: salt (SipHash, to_hash_bucket_strong) is not "
+                "implemented; use salt=None.")
         self.num_bins = int(num_bins)
         self.mask_value = mask_value
         self.output_mode = output_mode
@@ -327,8 +333,8 @@ class _IndexLookup(Layer):
                  sparse=False, pad_to_max_tokens=False, **kwargs):
         super().__init__(**kwargs)
         if output_mode not in ("int", "one_hot", "multi_hot", "count", "tf_idf"):
-            raise ValueError("%s: unknown output_mode %r." % (type(self).__name__,
-                                                             output_mode))
+            raise ValueError("%s: unknown output_mode %s." % (type(self).__name__,
+                                                             _show(output_mode)))
         self.max_tokens = max_tokens
         self.num_oov_indices = int(num_oov_indices)
         self.mask_token = mask_token
@@ -591,7 +597,7 @@ class TextVectorization(Layer):
             return ef.strings.split(x)
         if self.split == "character":
             return ef.strings.unicode_split(x, "UTF-8")
-        raise ValueError("TextVectorization: unknown split %r." % self.split)
+        raise ValueError("TextVectorization: unknown split %s." % _show(self.split))
 
     def _tokens(self, inputs):
         x = ef.convert_to_tensor(inputs)

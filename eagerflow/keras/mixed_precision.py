@@ -21,7 +21,7 @@ from __future__ import annotations
 from eagerflow import dtypes as dtypes_lib
 
 __all__ = ["DTypePolicy", "Policy", "global_policy", "set_global_policy", "get_policy",
-           "LossScaleOptimizer"]
+           "LossScaleOptimizer"]  # noqa: F822 - resolved on first use by __getattr__
 
 
 def __getattr__(name):

@@ -22,7 +22,7 @@ def test_layer_symbolic_input_and_output():
     assert model.layers[1].input.shape.as_list() == [None, 4]
     assert model.layers[0].output is model.input
     with pytest.raises(AttributeError, match="never been called"):
-        keras.layers.Dense(2).output
+        _ = keras.layers.Dense(2).output
 
 
 def test_feature_extraction_model():

@@ -38,6 +38,8 @@ from eagerflow import tape_plan
 from eagerflow.framework import context
 from eagerflow.ops import dispatch
 from eagerflow.ops.vjp import apply_vjp
+from eagerflow.tape_entry import Entry as _Entry
+from eagerflow.tape_entry import is_float as _is_float
 from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["GradientTape", "UnconnectedGradients", "stop_recording_all"]
@@ -52,38 +54,6 @@ class UnconnectedGradients(enum.Enum):
 
     NONE = "none"
     ZERO = "zero"
-
-
-class _Entry:
-    """One recorded op: what its gradient rule needs, and the ids linking it to others."""
-
-    __slots__ = ("prim", "input_ids", "input_shapes", "input_float", "inputs", "out", "attrs",
-                 "output_ids", "output_meta", "backward")
-
-    def __init__(self, prim, input_ids, input_shapes, input_float, inputs, out, attrs,
-                 output_ids, output_meta, backward=None):
-        self.prim = prim
-        self.input_ids = input_ids
-        self.input_shapes = input_shapes
-        self.input_float = input_float
-        self.inputs = inputs
-        self.out = out
-        self.attrs = attrs
-        self.output_ids = output_ids
-        self.output_meta = output_meta  # (shape, DType, device) per output, for zero fills
-        self.backward = backward  # custom backward (custom_gradient), else None
-
-    @property
-    def name(self):
-        return self.prim.name if self.prim is not None else "CustomGradient"
-
-    @property
-    def differentiable(self):
-        return self.backward is not None or (self.prim is not None and self.prim.vjp is not None)
-
-
-def _is_float(dtype_np):
-    return dtype_np.kind in "fc" or dtype_np.name == "bfloat16"
 
 
 def _assign_id(t):

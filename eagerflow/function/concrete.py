@@ -263,7 +263,9 @@ class ConcreteFunction:
 
     def _call_recorded(self, flat_tensors, nested):
         from eagerflow.function import gradient_split
-        from eagerflow.tape import _append_entry, _assign_id, _Entry, _is_float
+        from eagerflow.tape import _append_entry, _assign_id
+        from eagerflow.tape_entry import Entry as _Entry
+        from eagerflow.tape_entry import is_float as _is_float
 
         if nested:  # under nested tapes every primitive is recorded (see _interpret)
             result = self._interpret(flat_tensors)

@@ -197,6 +197,20 @@ _live_structure = None
 _replay_cache = {}
 
 
+def install_backward_replay(compile_backward, live_structure, cache):
+    """Plugs in the compiled backward replay (eagerflow.function.backward_replay).
+
+    Args:
+        compile_backward: ``(live, targets, source_ids, wanted, key, seeded) -> runner``.
+        live_structure: ``(entries, wanted, source_ids, ...) -> (live, key)``.
+        cache: The dict of compiled runners by structure key.
+    """
+    global _backward_compiler, _live_structure, _replay_cache
+    _backward_compiler = compile_backward
+    _live_structure = live_structure
+    _replay_cache = cache
+
+
 def _replay_runner(key, live, targets, source_ids, wanted, seeds):
     """The compiled backward for this structure key, or None while it is differentiated
     eagerly (the first sighting of a structure)."""

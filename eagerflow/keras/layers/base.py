@@ -579,6 +579,7 @@ class Layer(Module):
         # One eager tensor (the usual call) is neither symbolic nor in need of conversion.
         single = inputs.__class__ is Tensor
         if not single:
+            call_context.check_nesting(inputs, self.name)
             handler = call_context._symbolic_handler
             if handler is not None and any(_is_symbolic(x) for x in _flatten(inputs)):
                 return handler(self, inputs, args, kwargs)

@@ -28,7 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Units (``eagerflow.X``) by layer, lowest first. A unit not listed is an error, so a new
 # package has to say where it sits.
 LAYERS = (
-    ("L0 backend", ("errors", "nest", "backend")),
+    # io (atomic writes, bounded reads of untrusted files) imports only errors.
+    ("L0 backend", ("_launch_env", "errors", "nest", "backend", "io")),
     ("L1 core", ("dtypes", "tensor_shape", "tensor", "framework", "variables", "indexed_slices")),
     ("L2 ops", ("ops", "_api", "math", "nn", "linalg", "random", "bitwise", "strings", "ragged",
                 "utils")),
@@ -36,7 +37,7 @@ LAYERS = (
     # The root package is the core namespace: it imports function and below, never the
     # libraries (those load lazily on attribute access), so the libraries may import it.
     ("L4 function", ("function", "autograph", "module", "config", "experimental", "__init__")),
-    ("L5 libraries", ("keras", "data", "saved_model", "train", "summary", "io", "profiler",
+    ("L5 libraries", ("keras", "data", "saved_model", "train", "summary", "profiler",
                       "testing")),
     ("L6 distribute", ("distribute",)),
     ("L7 entry points", ("benchmarks", "saved_model_cli")),

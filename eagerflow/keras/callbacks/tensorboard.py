@@ -54,7 +54,7 @@ class TensorBoard(_Base):
 
     Example:
         >>> import tempfile, numpy as np, eagerflow as ef
-        >>> from eagerflow.summary.keras_callback import TensorBoard
+        >>> from eagerflow.keras.callbacks.tensorboard import TensorBoard
         >>> model = ef.keras.Sequential([ef.keras.layers.Dense(1)])
         >>> model.compile("sgd", "mse")
         >>> cb = TensorBoard(tempfile.mkdtemp())

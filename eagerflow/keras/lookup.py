@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import inspect
 
+from eagerflow.errors import short_repr
+
 
 class ObjectTable:
     """The names of one kind of Keras object and the lookups over them.
@@ -59,12 +61,12 @@ class ObjectTable:
         if isinstance(config, str):
             return self.get(config, custom_objects)
         if not isinstance(config, dict) or "class_name" not in config:
-            raise ValueError("Could not deserialize %s from %r." % (self.kind, config))
+            raise ValueError("Could not deserialize %s from %s." % (self.kind, short_repr(config)))
         name = config["class_name"]
         cls = self.lookup(name, custom_objects)
         if cls is None:
-            raise ValueError("Unknown %s: %r. Pass custom objects with custom_objects={%r: "
-                             "cls}." % (self.kind, name, name))
+            raise ValueError("Unknown %s: %s. Pass custom objects with custom_objects={%s: "
+                             "cls}." % (self.kind, short_repr(name), short_repr(name)))
         if not inspect.isclass(cls):
             return cls  # a function serialized by name
         return cls.from_config(dict(config.get("config") or {}))
@@ -86,10 +88,11 @@ class ObjectTable:
         if isinstance(identifier, str):
             obj = self.lookup(identifier, custom_objects)
             if obj is None:
-                raise ValueError("Could not interpret %s identifier: %r. Known names: %s."
-                                 % (self.kind, identifier, ", ".join(self.known())))
+                raise ValueError("Could not interpret %s identifier: %s. Known names: %s."
+                                 % (self.kind, short_repr(identifier), ", ".join(self.known())))
         if inspect.isclass(obj):
             return obj()
         if callable(obj):
             return obj
-        raise ValueError("Could not interpret %s identifier: %r." % (self.kind, identifier))
+        raise ValueError("Could not interpret %s identifier: %s."
+                         % (self.kind, short_repr(identifier)))

@@ -212,6 +212,36 @@ class Layer(Module):
                                 % (spec,))
         self._input_spec = value
 
+    # -- the symbolic tensors of the layer's first call in a functional graph (Keras 3) --------
+    def _node_attribute(self, attribute, what):
+        nodes = self.__dict__.get("_inbound_nodes")
+        if not nodes:
+            raise AttributeError(
+                "The layer %s has never been called and thus has no defined %s. Call it on "
+                "a keras.Input (or build a functional or Sequential model with an Input) "
+                "first." % (self.name, what))
+        values = attribute(nodes[0])
+        return values[0] if isinstance(values, list) and len(values) == 1 else values
+
+    @property
+    def input(self):
+        """The KerasTensor(s) the layer was first called on (for feature extraction:
+        ``Model(inputs=model.input, outputs=model.layers[k].output)``).
+
+        Raises:
+            AttributeError: If the layer was never called on symbolic inputs.
+        """
+        return self._node_attribute(lambda node: list(node.input_tensors), "input")
+
+    @property
+    def output(self):
+        """The KerasTensor(s) of the layer's first symbolic call.
+
+        Raises:
+            AttributeError: If the layer was never called on symbolic inputs.
+        """
+        return self._node_attribute(lambda node: list(node.flat_outputs), "output")
+
     @property
     def dynamic(self):
         return self._dynamic

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+from eagerflow.errors import short_repr
 from eagerflow.keras.lookup import ObjectTable
 from eagerflow.keras.losses.base import (  # noqa: F401 - the public namespace
     Loss, LossFunctionWrapper, Reduction,
@@ -127,7 +128,8 @@ def deserialize(config, custom_objects=None):
     if isinstance(config, str):  # a name gives the function (or class) itself
         obj = _TABLE.lookup(config, custom_objects)
         if obj is None:
-            raise ValueError("Unknown loss function: %r. Known: %s" % (config, _TABLE.known()))
+            raise ValueError("Unknown loss function: %s. Known: %s"
+                             % (short_repr(config), _TABLE.known()))
         return obj
     return _TABLE.deserialize(config, custom_objects)
 

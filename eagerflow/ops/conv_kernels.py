@@ -23,6 +23,7 @@ import itertools
 
 import numpy as np
 
+from eagerflow import dtypes as _d
 from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
@@ -88,17 +89,69 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if channels_first else out
 
 
+def _blas_gemm(dtype):
+    # Imported on first use: scipy.linalg costs import time, and only CPU kernels need it.
+    from scipy.linalg import blas
+
+    return blas.sgemm if dtype == np.float32 else blas.dgemm
+
+
+def _gemm_accumulate(xp, out, a, b):
+    """``out += a @ b`` in place: one BLAS call with beta = 1 (no product temporary).
+
+    ``out`` is a C-contiguous ``[L, C]`` block of rows (a row slice of a C-contiguous
+    array), ``a`` a C-contiguous ``[L, K]``, ``b`` a ``[K, C]`` matrix of any layout. Fortran
+    BLAS sees the transposes: ``out.T += b.T @ a.T``, every operand already in its layout, so
+    nothing is copied; an F-contiguous ``b`` goes in as it is, with the transpose flag.
+    """
+    if not out.size or not a.shape[1]:
+        return
+    if xp is np and out.dtype in (np.float32, np.float64):
+        gemm = _blas_gemm(out.dtype)
+        if b.flags.f_contiguous:
+            gemm(1.0, b, a.T, beta=1.0, c=out.T, overwrite_c=1, trans_a=1)
+        else:
+            gemm(1.0, b.T, a.T, beta=1.0, c=out.T, overwrite_c=1)
+        return
+    out += xp.matmul(a, b)
+
+
 def _conv_backprop_input(xp, dy, w, g, strides, dilations):
-    """Channels-last transposed convolution: the gradient of ``_conv_forward`` wrt x."""
+    """Channels-last transposed convolution: the gradient of ``_conv_forward`` wrt x.
+
+    With unit strides and one group, every kernel tap moves the whole output gradient by a
+    fixed offset in the flattened padded input: ``dx[q + off(tap)] += dy[q] @ w[tap].T``
+    over rows ``q`` of ``dy`` laid on the padded input grid (zeros past the outputs). That is
+    one accumulating GEMM per tap straight into ``dx``, with no column matrix and no scatter
+    (measured 3 ms against 8 ms for the columns and scatter-add on a [64, 13, 13, 32] input,
+    3x3 filter, 64 outputs). Strided and grouped convolutions use one GEMM into columns and
+    then a scatter-add per tap.
+    """
     nd = len(g.k)
     ct = _compute_dtype(xp, dy)
     groups, cg, o = g.groups, g.cg, g.o
     c = groups * cg
     n = dy.shape[0]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(g.in_sp, g.pads))
-    dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
     m = n * _prod(g.out_sp)
     kp = _prod(g.k)
+    if m and kp * c and o and groups == 1 and all(s == 1 for s in strides):
+        rows = n * _prod(padded)
+        if tuple(g.out_sp) == padded:
+            dyg = dy.astype(ct, copy=False)
+        else:
+            dyg = xp.zeros((n,) + padded + (o,), dtype=ct)
+            dyg[(slice(None),) + tuple(slice(0, s) for s in g.out_sp)] = dy
+        dyg = dyg.reshape(rows, o)
+        wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
+        dx = xp.zeros((rows, c), dtype=ct)
+        row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
+        for tap in itertools.product(*[range(k) for k in g.k]):
+            off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
+            _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
+        dxp = dx.reshape((n,) + padded + (c,))
+        return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
+    dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
     if m and kp * c and o and cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap.
         dyc = dy.astype(ct, copy=False)[..., None]
@@ -120,7 +173,14 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
 
 
 def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
-    """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O]."""
+    """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O].
+
+    One GEMM of the column matrix [M, K*Cg] against the output gradient [M, O] over the
+    long M axis. The wider of the two result dimensions is made the GEMM's row dimension
+    (``dy.T @ cols`` when O > K*Cg, then a transpose of the small result): OpenBLAS runs
+    the [9, M] x [M, 32] product of a one-channel first layer at half the speed of the
+    [32, M] x [M, 9] one.
+    """
     nd = len(g.k)
     ct = _compute_dtype(xp, x)
     groups, cg, o = g.groups, g.cg, g.o
@@ -130,7 +190,11 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     kp = _prod(g.k)
     if groups == 1:
         cols = win.reshape(m, kp * cg).astype(ct, copy=False)
-        dw = xp.matmul(cols.T, dy.reshape(m, o).astype(ct, copy=False))
+        dym = dy.reshape(m, o).astype(ct, copy=False)
+        if o > kp * cg:
+            dw = xp.ascontiguousarray(xp.matmul(dym.T, cols).T)
+        else:
+            dw = xp.matmul(cols.T, dym)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.
         dw = xp.zeros((kp, o), dtype=ct)
@@ -501,6 +565,10 @@ def _bad_samples(kind, depthwise):
 # The two families of primitives.
 # --------------------------------------------------------------------------------------------
 
+# The half types compute in float32 on their own paths; the sweeps cover them too.
+_SWEEP = (_d.float16, _d.bfloat16, _d.float32, _d.float64)
+
+
 def _declare(names, depthwise, cases):
     fam = {}
     conv_name, input_name, filter_name = names
@@ -509,7 +577,7 @@ def _declare(names, depthwise, cases):
         shape_fn=_conv_shape_fn(conv_name, depthwise), vjp=_conv_vjp(fam), saves=(0, 1),
         reference=_ref_conv(depthwise), samples=_samples(cases, "conv", depthwise),
         bad_samples=_bad_samples("conv", depthwise),
-        tolerance={"float32": (1e-4, 1e-5)},
+        sweep_dtypes=_SWEEP, tolerance={"float32": (1e-4, 1e-5)},
         hint="Filters are laid out as %s." % (
             "[*kernel, in_channels, channel_multiplier]" if depthwise
             else "[*kernel, in_channels, out_channels]"))
@@ -519,14 +587,16 @@ def _declare(names, depthwise, cases):
         vjp=_backprop_input_vjp(fam), saves=(0, 1),
         reference=_ref_backprop_input(depthwise),
         samples=_samples(cases, "input", depthwise),
-        bad_samples=_bad_samples("input", depthwise), tolerance={"float32": (1e-4, 1e-5)})
+        bad_samples=_bad_samples("input", depthwise), sweep_dtypes=_SWEEP,
+        tolerance={"float32": (1e-4, 1e-5)})
     fam["filter"] = registry.primitive(
         filter_name, _backprop_filter_kernel(depthwise), dtypes=FLOAT, family="nn",
         shape_fn=_backprop_filter_shape_fn(filter_name, depthwise),
         vjp=_backprop_filter_vjp(fam), saves=(0, 1),
         reference=_ref_backprop_filter(depthwise),
         samples=_samples(cases, "filter", depthwise),
-        bad_samples=_bad_samples("filter", depthwise), tolerance={"float32": (1e-4, 1e-5)})
+        bad_samples=_bad_samples("filter", depthwise), sweep_dtypes=_SWEEP,
+        tolerance={"float32": (1e-4, 1e-5)})
     return fam["conv"], fam["input"], fam["filter"]
 
 

@@ -114,18 +114,11 @@ def _bind_args(args, kwargs):
     return out
 
 
-_name_counts = {}
-_name_lock = threading.Lock()
-
-
-def _unique_name(base):
-    """'v', then 'v_1', 'v_2'... (scoped names included), so every variable has its own."""
+def _scoped_name(base):
+    """The name inside the current name scope. As in TF 2 eager, names are not made unique:
+    two variables created as ``b`` are both ``b:0`` (identity is the object, not the name)."""
     scope = _state.name_scope
-    full = scope + base if scope else base
-    with _name_lock:
-        count = _name_counts.get(full, 0)
-        _name_counts[full] = count + 1
-    return full if count == 0 else "%s_%d" % (full, count)
+    return scope + base if scope else base
 
 
 class Variable(metaclass=_VariableMeta):
@@ -136,7 +129,8 @@ class Variable(metaclass=_VariableMeta):
         trainable: Whether tapes watch it automatically (default True; False for
             ``synchronization=ON_READ``).
         validate_shape: If False, the variable's shape may change on assignment.
-        name: Base name; made unique ("v", "v_1", ...) within the name scope.
+        name: Name within the name scope; not made unique (as TF 2 eager: two variables
+            named ``b`` are both ``b:0``).
         dtype: If given, ``initial_value`` is converted to it.
         constraint: Optional function applied after optimizer updates.
         synchronization: A VariableSynchronization (for distribution strategies).
@@ -216,7 +210,7 @@ class Variable(metaclass=_VariableMeta):
         self._value = value._value
         self._tid = context.new_id()
         self._trainable = bool(trainable)
-        self._name = _unique_name(name or "Variable") + ":0"
+        self._name = _scoped_name(name or "Variable") + ":0"
         self._constraint = constraint
         self._synchronization = synchronization
         self._aggregation = aggregation

@@ -32,11 +32,13 @@ def test_dtype_shape_device_and_numpy():
     assert ef.Variable(1, dtype=ef.float32).dtype == ef.float32
 
 
-def test_names_are_unique():
+def test_names_are_not_made_unique_as_tf_eager():
+    # TF 2 eager keeps the given name: two variables named `b` are both `b:0`.
     a = ef.Variable(1.0, name="weight_for_name_test")
     b = ef.Variable(1.0, name="weight_for_name_test")
     assert a.name == "weight_for_name_test:0"
-    assert b.name == "weight_for_name_test_1:0"
+    assert b.name == "weight_for_name_test:0"
+    assert a is not b
     with ef.name_scope("outer_scope_for_test"):
         c = ef.Variable(1.0, name="w")
     assert c.name == "outer_scope_for_test/w:0"

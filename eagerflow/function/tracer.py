@@ -101,8 +101,16 @@ class Tracer:
                 break
         inputs = []
         for i, a in enumerate(args):
-            want = group_dtype if i in group and not isinstance(a, np.ndarray) else None
-            inputs.append(self.to_symbolic(a, want, prim))
+            # Non-tensor values take the group's dtype, as in dispatch's conversion (numpy
+            # arrays only where TF converts them silently; see dtypes.implicitly_convertible).
+            want = group_dtype if i in group and (
+                not isinstance(a, (np.ndarray, np.generic)) or group_dtype is None or
+                dtypes_lib.implicitly_convertible(a.dtype, group_dtype)) else None
+            converted = self.to_symbolic(a, want, prim)
+            if group_dtype is None and i in group and not isinstance(a, (np.ndarray,
+                                                                         np.generic)):
+                group_dtype = converted.dtype
+            inputs.append(converted)
         _check_dtypes(prim, inputs, group)
         return inputs
 

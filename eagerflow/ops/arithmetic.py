@@ -194,6 +194,11 @@ def truediv(x, y, name=None):
     from eagerflow.ops.cast import cast
     from eagerflow.tensor import Tensor, convert_to_tensor
 
+    # A variable is read first, so the Python operand takes its dtype (``1 / v``), as in TF.
+    if getattr(x, "_is_variable", False):
+        x = x.read_value()
+    if getattr(y, "_is_variable", False):
+        y = y.read_value()
     x_dtype = x._value.dtype if x.__class__ is Tensor else None
     if x_dtype is not None and x_dtype.kind in "fc":
         return execute(DIV, (x, y))

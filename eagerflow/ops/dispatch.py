@@ -201,7 +201,14 @@ def _group_indices(prim, n):
 
 
 def _convert_inputs(prim, args):
-    """Converts every argument to an eager Tensor, giving Python scalars the group dtype."""
+    """Converts every argument to an eager Tensor, as TF's eager conversion does.
+
+    Within the op's dtype group, non-tensor values (Python scalars and lists, numpy arrays)
+    take the dtype of the group's first tensor; with no tensor in the group, the first Python
+    value converted fixes it for the rest. numpy arrays convert only where TF allows it silently
+    (``dtypes.implicitly_convertible``): a float64 array next to a float32 tensor becomes
+    float32, a float array next to an int tensor is an error.
+    """
     if not isinstance(args, tuple):
         args = tuple(args)
     n = len(args)
@@ -226,25 +233,35 @@ def _convert_inputs(prim, args):
         if a.__class__ is Tensor:
             inputs.append(a)
             continue
+        in_group = i in group_set
         if getattr(a, "_is_variable", False) and (
-                group_dtype is None or i not in group_set or a._value.dtype == group_dtype):
+                group_dtype is None or not in_group or a._value.dtype == group_dtype):
             inputs.append(a.read_value())
             continue
         cls = a.__class__
-        if (cls is float or cls is int) and group_device is not None and i in group_set:
+        if (cls is float or cls is int) and group_device is not None and in_group:
             inputs.append(_scalar(prim, a, group_dtype, _state.device or group_device))
             continue
+        target = dtypes_lib.from_numpy(group_dtype) if (
+            in_group and group_dtype is not None) else None
+        if target is not None and isinstance(a, (np.ndarray, np.generic)) and \
+                not dtypes_lib.implicitly_convertible(a.dtype, target):
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s: input %d is a numpy array of dtype %s, which does not "
+                "convert to %s, the dtype of the op's other inputs (TF converts integers to "
+                "floats but never floats to integers). Cast it first, e.g. "
+                "eagerflow.cast(x, %s)." % (prim.name, i, a.dtype, target.name, target.name))
         try:
-            if i in group_set and group_dtype is not None and not isinstance(a, np.ndarray):
-                inputs.append(convert_to_tensor(a, dtype=dtypes_lib.from_numpy(group_dtype)))
-            else:
-                inputs.append(convert_to_tensor(a))
+            t = convert_to_tensor(a, dtype=target)
         except TypeError as exc:
             raise errors.InvalidArgumentError(
                 None, prim.name, "%s: input %d (%s) cannot be converted to %s: %s"
                 % (prim.name, i, _describe_value(a),
-                   dtypes_lib.from_numpy(group_dtype).name if group_dtype is not None
-                   else "a tensor", exc)) from None
+                   target.name if target is not None else "a tensor", exc)) from None
+        if in_group and group_dtype is None and not isinstance(a, (np.ndarray, np.generic)):
+            group_dtype = t._value.dtype
+            group_device = t._device
+        inputs.append(t)
     return inputs
 
 

@@ -1,0 +1,70 @@
+"""Conversions TF 2 makes silently when values that are not tensors meet tensors."""
+
+import numpy as np
+import pytest
+
+import eagerflow as ef
+from eagerflow import errors
+
+
+def test_float64_array_takes_the_tensor_dtype_both_sides():
+    x = ef.constant([1.0, 2.0])
+    for out in (x + np.array([0.5, 0.25]), np.array([0.5, 0.25]) + x,
+                ef.add(np.array([0.5, 0.25]), x), ef.multiply(x, np.float64(2.0))):
+        assert out.dtype == ef.float32
+    np.testing.assert_array_equal((x + np.array([0.5, 0.25])).numpy(),
+                                  np.array([1.5, 2.25], np.float32))
+
+
+def test_integer_array_converts_to_float_tensor_dtype():
+    out = ef.constant([1.0]) + np.array([2], dtype=np.int64)
+    assert out.dtype == ef.float32 and out.numpy().tolist() == [3.0]
+
+
+def test_float_array_never_becomes_integer():
+    with pytest.raises(errors.InvalidArgumentError, match="never floats to integers"):
+        ef.constant([1]) + np.array([2.5])
+
+
+def test_python_list_takes_tensor_dtype():
+    out = ef.constant([1.0], ef.float64) + [2.0]
+    assert out.dtype == ef.float64
+
+
+def test_first_value_fixes_dtype_without_tensors():
+    out = ef.maximum(0., [1, -1])
+    assert out.dtype == ef.float32 and out.numpy().tolist() == [1.0, 0.0]
+    with pytest.raises(errors.InvalidArgumentError, match="2.5"):
+        ef.add(1, 2.5)
+
+
+def test_python_value_divided_by_variable():
+    out = 1 / ef.Variable(2.0)
+    assert out.dtype == ef.float32 and float(out) == 0.5
+    out = ef.Variable(4.0) / 2
+    assert float(out) == 2.0
+
+
+def test_traced_conversion_equals_eager():
+    def f(x):
+        return x * np.array([2.0, 3.0]) + [1, 2]
+
+    x = ef.constant([1.0, 1.0])
+    traced = ef.function(f)(x)
+    assert traced.dtype == ef.float32
+    np.testing.assert_array_equal(traced.numpy(), f(x).numpy())
+
+
+def test_implicitly_convertible_rule():
+    conv = ef.dtypes.implicitly_convertible
+    assert conv(np.int64, ef.float32) and conv(np.int8, ef.uint8)
+    assert conv(np.float64, ef.float16) and conv(np.float32, ef.complex64)
+    assert not conv(np.float32, ef.int32) and not conv(np.complex64, ef.float32)
+    assert not conv(np.bool_, ef.int32) and not conv(np.int32, ef.bool)
+    assert conv(np.bool_, ef.bool)
+
+
+def test_saturate_cast_in_dtypes_namespace():
+    out = ef.dtypes.saturate_cast(ef.constant([300.0, -5.0, 7.0]), ef.uint8)
+    assert out.dtype == ef.uint8 and out.numpy().tolist() == [255, 0, 7]
+    assert ef.dtypes.cast(ef.constant([1.7]), ef.int32).numpy().tolist() == [1]

@@ -28,7 +28,8 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"eagerflow\.
 __version__ = "0.1.0"
 
 from eagerflow._api import *  # noqa: E402,F401,F403
-from eagerflow import bitwise, linalg, math, nn, random  # noqa: E402,F401
+from eagerflow import bitwise, linalg, math, nn, random, ragged, strings  # noqa: E402,F401
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec  # noqa: E402,F401
 from eagerflow import autodiff, config, experimental, nest  # noqa: E402,F401
 from eagerflow.custom_gradient import custom_gradient, recompute_grad  # noqa: E402,F401
 from eagerflow.framework.device_scope import device  # noqa: E402,F401

@@ -82,6 +82,9 @@ from eagerflow.ops.sort_ops import (  # noqa: F401
 from eagerflow.ops.special_math import (  # noqa: F401
     erfinv,
 )
+from eagerflow.ops.string_ops import (  # noqa: F401
+    as_string,
+)
 from eagerflow.ops.tile_repeat_ops import (  # noqa: F401
     repeat, reverse, roll, tile,
 )

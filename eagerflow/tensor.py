@@ -277,10 +277,35 @@ def _infer_python(value):
     if kind == "O" and array.size and all(isinstance(v, Tensor) for v in array.flat):
         return np.asarray([np.asarray(v) for v in array.flat]).reshape(
             array.shape + np.asarray(array.flat[0]).shape)
-    if kind in "USO":
+    if kind in "US" or (kind == "O" and array.size and isinstance(
+            array.flat[0], (str, bytes))):
+        return _string_array(np.asarray(value, dtype=object), value)
+    if kind == "O":
         raise errors.UnimplementedError(
-            None, None, "String and object tensors are not supported (got %s)." % _short(value))
+            None, None, "Cannot convert %s to a tensor: only numbers, bools and strings "
+            "(str/bytes) convert." % _short(value))
     raise errors.InvalidArgumentError(None, None, "Cannot convert %s to a tensor." % _short(value))
+
+
+def _string_array(array, value):
+    """The value of a string tensor: an object array of ``bytes`` (``str`` is UTF-8 encoded).
+
+    TF's string tensors hold byte strings; numpy's fixed-width ``U``/``S`` arrays would pad
+    and strip NULs, so every element is a Python ``bytes``. Only str/bytes elements are
+    accepted: an object array of anything else is refused, never stored.
+    """
+    flat = array.ravel()
+    out = np.empty(flat.shape, dtype=object)
+    for i, v in enumerate(flat.tolist() if array.dtype.kind in "US" else flat):
+        if isinstance(v, str):
+            v = v.encode("utf-8")
+        elif not isinstance(v, bytes):
+            raise errors.InvalidArgumentError(
+                None, None, "Cannot convert %s to a tensor: element %r is a %s; a string "
+                "tensor holds only str or bytes, and nested lists must be rectangular."
+                % (_short(value), v, type(v).__name__))
+        out[i] = v
+    return out.reshape(array.shape)
 
 
 def _short(value):
@@ -292,6 +317,7 @@ def _place(array, device):
     """Moves a numpy array to ``device`` (a copy only for a GPU)."""
     if device.backend_index == 0:
         return array
+
     backend = device.backend
     with backend.module.cuda.Device(device.physical_index):
         return backend.module.asarray(array)
@@ -307,6 +333,12 @@ def _cast_python_value(value, array, dtype):
     target = dtype.np_dtype
     if array.dtype == target:
         return array
+    if dtype is dtypes_lib.string and array.size == 0 and array.dtype.kind != "O":
+        return np.empty(array.shape, dtype=object)  # [] as a string tensor
+    if array.dtype.kind == "O" or dtype is dtypes_lib.string:
+        raise TypeError("Cannot convert %s to EagerTensor of dtype %s: strings and numbers "
+                        "do not convert implicitly (use eagerflow.strings.to_number or "
+                        "as_string)" % (_short(value), dtype.name))
     if array.dtype == np.float32 and target.kind in "fc" and target.itemsize > 4:
         # Python floats are doubles: re-read them instead of widening a float32 rounding
         # (0.1 as float64 must be 0.1, not 0.10000000149).
@@ -365,6 +397,11 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     dtype = None if dtype is None else dtypes_lib.as_dtype(dtype)
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         array = np.array(value, copy=True)  # copy: later writes must not change the tensor
+        if array.dtype.kind in "USO":
+            array = _string_array(array, value)
+        if dtype is not None and (array.dtype.kind == "O") != (dtype is dtypes_lib.string):
+            raise TypeError("Cannot convert %s to EagerTensor of dtype %s: strings and "
+                            "numbers do not convert implicitly" % (_short(value), dtype.name))
         if _from_numpy(array.dtype) is None:
             raise errors.UnimplementedError(
                 None, None, "numpy dtype %s has no eagerflow equivalent." % array.dtype)
@@ -384,7 +421,10 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
                 pass
         elif dtype is not None:
             array = _cast_python_value(value, array, dtype)
-    return wrap(_place(array, _target_device()), _target_device())
+    device = _target_device()
+    if array.dtype.kind == "O":
+        device = context.CPU0  # string tensors live in host memory, as in TF
+    return wrap(_place(array, device), device)
 
 
 def constant(value, dtype=None, shape=None, name="Const"):

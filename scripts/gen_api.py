@@ -19,7 +19,8 @@ sys.path.insert(0, ROOT)
 
 # eagerflow/__init__.py imports the generated files; on a first run they may be missing.
 _PLACEHOLDERS = ("_api.py", "math/__init__.py", "nn/__init__.py", "linalg/__init__.py",
-                 "random/__init__.py", "random/experimental.py", "bitwise/__init__.py")
+                 "random/__init__.py", "random/experimental.py", "bitwise/__init__.py",
+                 "strings/__init__.py")
 for _rel in _PLACEHOLDERS:
     _path = os.path.join(ROOT, "eagerflow", _rel)
     if not os.path.exists(_path):
@@ -39,6 +40,7 @@ DOCS = {
     "random.experimental": "``eagerflow.random.experimental`` (``tf.random.experimental``).",
     "bitwise": "``eagerflow.bitwise``: bitwise operations on integers (``tf.bitwise``).",
     "dtypes": "``eagerflow.dtypes`` conversion functions.",
+    "strings": "``eagerflow.strings``: operations on string tensors (``tf.strings``).",
 }
 EXTRA_MODULES = ("creation_ops", "linalg_decomp", "random_generator")
 

@@ -49,7 +49,7 @@ def _flatten_args(prim, args):
 
 
 def _compare(prim, got, expected, dtype_name):
-    got_np = np.asarray(got.numpy())
+    got_np = np.asarray(got._value) if got.dtype == ef.string else np.asarray(got.numpy())
     exp_np = np.asarray(expected)
     assert got_np.shape == exp_np.shape, "%s: shape %s != reference %s" % (
         prim.name, got_np.shape, exp_np.shape)

@@ -93,8 +93,7 @@ def test_list_of_tensors_packs():
 def test_unconvertible_values():
     with pytest.raises(errors.InvalidArgumentError, match="rectangular"):
         ef.constant([[1, 2], [3]])
-    with pytest.raises(errors.UnimplementedError, match="String"):
-        ef.constant("abc")
+    assert ef.constant("abc").numpy() == b"abc"  # strings are supported (issue 19)
     with pytest.raises(errors.UnimplementedError):
         ef.constant(None)
 

@@ -8,6 +8,7 @@ tensors are wrapped only at the boundary.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from eagerflow import errors
 from eagerflow.framework import context, host_allocator
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch
 from eagerflow.tensor import wrap
 
@@ -141,7 +143,9 @@ class Executor:
             if attrs:
                 for j, (key, value) in enumerate(attrs.items()):
                     env["A%d_%d" % (k, j)] = value
-                    call_args.append("%s=A%d_%d" % (key, k, j))
+                    # The only graph string written into the source: checked to be a plain
+                    # identifier (values travel as globals, never as text).
+                    call_args.append("%s=A%d_%d" % (keyword_name(key, _node.name), k, j))
             call = "F%d(%s)" % (k, ", ".join(call_args))
             line_steps[len(lines) + 1] = k
             if kind == 1:
@@ -165,8 +169,8 @@ class Executor:
         lines.append("    return [%s]" % ", ".join(names.get(s, "v%d" % s)
                                                   for s in self.output_slots))
         source = "\n".join(lines) + "\n"
-        code = compile(source, "<graph %s>" % self.graph.name, "exec")
-        exec(code, env)  # noqa: S102 - generated from the graph, no user strings
+        code = compile(source, "<graph %s>" % _label(self.graph.name), "exec")
+        exec(code, env)  # noqa: S102 - slot numbers and checked identifiers only
         self.source = source
         return env["run"]
 
@@ -256,6 +260,11 @@ class Executor:
                 for slot in frees:
                     vals[slot] = None
         return [vals[s] for s in self.output_slots]
+
+
+def _label(name):
+    """A graph or node name as a readable code-object filename (never code itself)."""
+    return re.sub(r"[^\w.\-/]", "_", str(name))[:100]
 
 
 def _read_modify_write(nodes, slots, frees):

@@ -122,8 +122,15 @@ def _host(value):
 def _encode_tensor(array, msg):
     array = np.asarray(_host(array))  # tobytes() below writes C order whatever the layout
     dtype = dtypes_lib.from_numpy(array.dtype)
-    if dtype is None or dtype is dtypes_lib.string:
+    if dtype is None:
         raise _Unencodable("an array of numpy dtype %s" % array.dtype)
+    if dtype is dtypes_lib.string:
+        if not all(isinstance(v, bytes) for v in array.flat):
+            raise _Unencodable("an object array whose elements are not all bytes")
+        msg.dtype = dtype.as_datatype_enum
+        _encode_shape(array.shape, msg.shape)
+        msg.string_val.extend(array.ravel().tolist())
+        return
     if array.dtype.itemsize > 1 and (array.dtype.byteorder == ">" or (
             array.dtype.byteorder == "=" and sys.byteorder == "big")):
         array = array.byteswap()  # the stored form is little-endian on every host
@@ -134,13 +141,22 @@ def _encode_tensor(array, msg):
 
 def _decode_tensor(msg):
     dtype = _decode_dtype(msg.dtype)
-    if dtype is dtypes_lib.string:
-        raise _data_loss("string tensors are not supported")
     shape = _decode_shape(msg.shape)
     if shape is None:
         raise _data_loss("a stored tensor has an unknown shape")
+    if dtype is dtypes_lib.string:
+        count = int(np.prod(shape, dtype=np.int64))
+        if len(msg.string_val) != count or msg.content:
+            raise _data_loss("a string%s tensor holds %d strings, expected %d" % (
+                list(shape), len(msg.string_val), count))
+        array = np.empty(count, dtype=object)
+        array[:] = list(msg.string_val)
+        return array.reshape(shape)
     np_dtype = dtype.np_dtype
-    expected = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+    # Python ints: a declared [2**62, 4] cannot wrap around to match a short payload.
+    expected = np_dtype.itemsize
+    for d in shape:
+        expected *= d
     if len(msg.content) != expected:
         raise _data_loss("a %s%s tensor holds %d bytes, expected %d" % (
             dtype.name, list(shape), len(msg.content), expected))
@@ -730,6 +746,10 @@ class _Decoder:
             graph = self.graphs[name]
             graph.variables = [variables[i] for i in signature.variable]
             graph._variable_index = {id(v): i for i, v in enumerate(graph.variables)}
+        from eagerflow.function import graph_validation
+
+        graph_validation.validate_graphs(
+            self.graphs, {name: graph.variables for name, graph in self.graphs.items()})
         return self.graphs[""]
 
     def _variables(self):

@@ -124,7 +124,7 @@ class Tracer:
             return value.read_value()  # a ReadVariableOp node via read_variable below
         if isinstance(value, Tensor):
             if _embeddable(value._value):
-                return self.const(np.asarray(value.numpy()))
+                return self.const(_host_value(value))
             return self.capture(value)
         try:
             t = convert_to_tensor(value, dtype=dtype)
@@ -134,13 +134,15 @@ class Tracer:
                     getattr(prim, "name", "op"), value, getattr(dtype, "name", "a tensor"),
                     exc)) from None
         if _embeddable(t._value):
-            return self.const(np.asarray(t.numpy()))
+            return self.const(_host_value(t))
         return self.capture(t)
 
     def const(self, array):
         """A Const node (deduplicated within the graph)."""
         array = np.asarray(array)
-        key = (array.dtype.str, array.shape, array.tobytes())
+        # An object (string) array's bytes are pointers: key it by its elements instead.
+        key = (array.dtype.str, array.shape,
+               tuple(array.flat) if array.dtype.kind == "O" else array.tobytes())
         node = self._consts.get(key)
         if node is None:
             aval = AbstractValue(array.shape, dtypes_lib.from_numpy(array.dtype))
@@ -309,3 +311,10 @@ def eager_mode():
         context.set_trace_hook(previous)
         _state.device_spec, _state.device = saved_spec, saved_device
         _state.refresh()
+
+
+def _host_value(tensor):
+    """A tensor's value as a numpy array (a string tensor's object array stays one)."""
+    if tensor._value.dtype.kind == "O":
+        return tensor._value
+    return np.asarray(tensor.numpy())

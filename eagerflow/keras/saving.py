@@ -249,6 +249,8 @@ def _builtin_class(name):
     from eagerflow.keras import (constraints, initializers, layers, losses, metrics, models,
                                  optimizers, regularizers)
 
+    if not (isinstance(name, str) and name[:1].isalpha()):
+        return None
     for module in (layers, models, losses, metrics, optimizers, initializers, regularizers,
                    constraints):
         obj = getattr(module, name, None)
@@ -260,9 +262,13 @@ def _builtin_class(name):
 def _builtin_function(name):
     from eagerflow.keras import activations, losses, metrics
 
+    # The name comes from a file: only public functions these modules define themselves
+    # (never something they imported, such as a module or a function of another package).
+    public = isinstance(name, str) and name[:1].isalpha()
     for module in (losses, metrics, activations):
-        obj = getattr(module, name, None)
-        if callable(obj) and not inspect.isclass(obj):
+        obj = getattr(module, name, None) if public else None
+        if callable(obj) and not inspect.isclass(obj) and not inspect.ismodule(obj) and \
+                str(getattr(obj, "__module__", "")).startswith("eagerflow"):
             return obj
     raise ValueError("Could not locate function %r. Register it with "
                      "`@eagerflow.keras.saving.register_keras_serializable()` or pass "

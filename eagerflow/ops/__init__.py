@@ -22,6 +22,7 @@ FAMILIES = (
     "window_geometry", "conv_kernels", "conv_public", "conv_ops", "pool_ops",
     "philox", "random_distributions", "random_common", "random_stateful", "random_stateless",
     "random_ops",
+    "string_ops", "string_split_ops",
 )
 
 

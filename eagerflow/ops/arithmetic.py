@@ -88,15 +88,20 @@ def _pow_vjp(g, x, y, out):
 POW = binary("Pow", _pow_kernel, dtypes=NUMERIC, reference=np.power, domain=(0.5, 2.0),
              vjp=_pow_vjp, saves=(0, 1, "out"))
 
-# Comparisons return bool and have no gradient.
+# Comparisons return bool and have no gradient. Strings compare for (in)equality, as in TF.
+_STRING = registry.dtypes_lib.string
+_EQ_DTYPES = ALL + (_STRING,)
+_EQ_SWEEP = (registry.dtypes_lib.float32, registry.dtypes_lib.float64, registry.dtypes_lib.int32,
+             registry.dtypes_lib.bool, _STRING)
 _CMP = {}
 for _name, _np_name in (("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
                         ("LessEqual", "less_equal"), ("Greater", "greater"),
                         ("GreaterEqual", "greater_equal")):
     _CMP[_name] = binary(
         _name, (lambda n: lambda xp: getattr(xp, n))(_np_name),
-        dtypes=ALL if _name in ("Equal", "NotEqual") else REAL, out_dtype=registry.dtypes_lib.bool,
-        reference=getattr(np, _np_name), family="math")
+        dtypes=_EQ_DTYPES if _name in ("Equal", "NotEqual") else REAL,
+        out_dtype=registry.dtypes_lib.bool, reference=getattr(np, _np_name), family="math",
+        sweep_dtypes=_EQ_SWEEP if _name in ("Equal", "NotEqual") else None)
 
 
 def _select_kernel(xp):

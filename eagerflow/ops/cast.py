@@ -16,6 +16,7 @@ from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, unary_samples
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import convert_to_tensor
 
 
 def _cast_kernel(xp):
@@ -87,7 +88,20 @@ def cast(x, dtype, name=None):
     current = getattr(x, "dtype", None)
     if current is dtype and hasattr(x, "_value"):
         return x
+    if dtype is d.string or current is d.string:
+        return _cast_string(x, dtype)
     return execute(CAST, (x,), {"dtype": dtype.name})
+
+
+def _cast_string(x, dtype):
+    """TF's rule: a string casts only to string; numbers and strings convert by parsing."""
+    x = convert_to_tensor(x) if not hasattr(x, "dtype") else x
+    if x.dtype is dtype:
+        return x
+    raise errors.UnimplementedError(
+        None, "Cast", "Cast %s to %s is not supported: use eagerflow.strings.to_number to "
+        "parse strings and eagerflow.strings.as_string to format numbers."
+        % (x.dtype.name, dtype.name))
 
 
 def saturate_cast(value, dtype, name=None):

@@ -61,6 +61,8 @@ def _sample_values(rng, shape, dtype, domain):
     np_dt = dtype.np_dtype
     if dtype.is_bool:
         return rng.random(shape) > 0.5
+    if dtype is d.string:
+        return string_values(rng, shape)
     if dtype.is_integer:
         lo = max(int(low), int(np.iinfo(np_dt).min))
         hi = min(int(high), int(np.iinfo(np_dt).max))
@@ -69,6 +71,19 @@ def _sample_values(rng, shape, dtype, domain):
     if dtype.is_complex:
         values = values + 1j * rng.uniform(low, high, size=shape)
     return np.asarray(values).astype(np_dt)
+
+
+# Short byte strings, some repeated (so comparisons are sometimes true), one not UTF-8.
+_STRINGS = (b"", b"a", b"ab", b"A b", b"caf\xc3\xa9", b"\xff", b"hello world")
+
+
+def string_values(rng, shape):
+    """An object array of ``bytes`` of ``shape``: sample values for string primitives."""
+    picks = rng.integers(0, len(_STRINGS), size=shape)
+    out = np.empty(np.shape(picks), dtype=object)
+    for index in np.ndindex(out.shape):
+        out[index] = _STRINGS[picks[index]]
+    return out
 
 
 def unary_samples(domain):

@@ -202,6 +202,12 @@ def register(prim):
     return prim
 
 
+def add_dtypes(prim, dts):
+    """Lets ``prim`` accept more dtypes (string tensors for ops that only move elements)."""
+    prim.dtypes = tuple(prim.dtypes) + tuple(dtypes_lib.as_dtype(x) for x in dts)
+    prim.accepts = prim.accepts | frozenset(dtypes_lib.as_dtype(x).np_dtype for x in dts)
+
+
 def primitive(name, forward, **kwargs):
     """Declares and registers a primitive in one call; returns it."""
     return register(Primitive(name, forward, **kwargs))
@@ -280,7 +286,10 @@ def _eval_on_dummies(prim, avals, attrs, unknown):
             raise errors.InvalidArgumentError(
                 None, prim.name, "%s needs inputs of known rank to trace." % prim.name)
         shape = tuple(unknown if d is None else d for d in aval.shape)
-        dummies.append(np.broadcast_to(np.zeros((), aval.dtype.np_dtype), shape))
+        # A string dummy holds b"" (an object array's zeros() would hold the int 0).
+        zero = np.array(b"", dtype=object) if aval.dtype is dtypes_lib.string else \
+            np.zeros((), aval.dtype.np_dtype)
+        dummies.append(np.broadcast_to(zero, shape))
     kernel = prim.kernel(numpy_backend)
     with np.errstate(all="ignore"):
         out = kernel(*dummies, **attrs)

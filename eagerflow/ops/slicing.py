@@ -140,7 +140,10 @@ def _strided_slice_kernel(xp):
                 if not -size <= value < size:
                     raise _out_of_bounds(value, dim, size)
         # A copy, as in TF: the result must not keep the whole input alive or alias it.
-        return x[index].copy()
+        out = x[index]
+        if x.dtype.kind == "O":  # one string element comes back as bytes, not an array
+            return np.array(out, dtype=object)
+        return out.copy()
     return kernel
 
 

@@ -348,7 +348,7 @@ _EVERY_LAYER = [
     lambda: layers.GlobalMaxPooling1D(), lambda: layers.GlobalMaxPooling2D(),
     lambda: layers.GlobalMaxPooling3D(), lambda: layers.GroupNormalization(2),
     lambda: layers.Identity(), lambda: layers.InputLayer(input_shape=(3,)),
-    lambda: layers.LSTM(2), lambda: layers.LSTMCell(2), lambda: layers.Lambda(np.abs),
+    lambda: layers.LSTM(2), lambda: layers.LSTMCell(2), lambda: layers.Lambda(ef.abs),
     lambda: layers.Layer(), lambda: layers.LayerNormalization(), lambda: layers.LeakyReLU(),
     lambda: layers.Masking(), lambda: layers.MaxPooling1D(), lambda: layers.MaxPooling2D(),
     lambda: layers.MaxPooling3D(), lambda: layers.Maximum(), lambda: layers.Minimum(),

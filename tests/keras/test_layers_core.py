@@ -107,8 +107,15 @@ def test_lambda_layer_and_config():
     layer = layers.Lambda(square_plus, arguments={"offset": 1.0}, dtype="float64")
     x = randn(2, 3)
     np.testing.assert_allclose(layer(x).numpy(), x * x + 1.0)
-    clone = roundtrip(layer)
+    # A module-level function is found through custom_objects: with safe_mode=True (the
+    # default) no module named by the config is imported.
+    with pytest.raises(ValueError, match="safe_mode"):
+        layers.Lambda.from_config(layer.get_config())
+    clone = layers.Lambda.from_config(layer.get_config(),
+                                      custom_objects={"square_plus": square_plus})
     assert clone.function is square_plus
+    assert layers.Lambda.from_config(layer.get_config(), safe_mode=False).function \
+        is square_plus
     lam = layers.Lambda(lambda t: t * 3.0, output_shape=(3,))
     config = lam.get_config()
     with pytest.raises(ValueError, match="safe_mode"):

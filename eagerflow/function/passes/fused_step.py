@@ -30,6 +30,8 @@ import weakref
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.function.executor import _label
+from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch, registry
 
 __all__ = ["Program", "fused_step", "cuda_source", "python_source"]
@@ -168,9 +170,9 @@ def python_source(program, donatable=(), variable_donors=()):
                     names[donor], check, names[donor]))
         else:
             env["K%d" % j] = prim.kernel(numpy_backend)
-            for key, value in program.attrs[j].items():
-                env["A%d_%s" % (j, key)] = value
-                args.append("%s=A%d_%s" % (key, j, key))
+            for e, (key, value) in enumerate(program.attrs[j].items()):
+                env["A%d_%d" % (j, e)] = value
+                args.append("%s=A%d_%d" % (keyword_name(key, "fused sub-op %s" % prim.name), j, e))
         names.append("t%d" % j)
         lines.append("        t%d = K%d(%s)" % (j, j, ", ".join(args)))
     # Sub-op j is on line j + 3 of the source; a failure is traced back through it.
@@ -192,7 +194,8 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     source, env = python_source(program, tuple(p for p in ok if p not in variable_ok),
                                 variable_ok)
     env["_fail"] = _failure(program, node, device)
-    exec(compile(source, "<fused %s>" % node.name, "exec"), env)  # noqa: S102 - generated
+    # The source holds generated names and checked identifiers only.
+    exec(compile(source, "<fused %s>" % _label(node.name), "exec"), env)  # noqa: S102
     fn = env["fused"]
     fn.source = source
     return fn
@@ -286,9 +289,12 @@ def cuda_expression(op, operand_dtypes, out_dtype, attrs, operands):
     fields = {"T": CTYPES[value_dtypes[0]] if value_dtypes else CTYPES[out_dtype],
               "O": CTYPES[out_dtype]}
     for key, value in attrs.items():
-        if isinstance(value, float) and not np.isfinite(value):
-            return None
-        fields[key] = repr(float(value)) if isinstance(value, float) else value
+        # Only numbers are written into CUDA source (as their repr); an expression that
+        # needs any other attribute finds no field and the sub-op runs its own kernel.
+        if value.__class__ is float and np.isfinite(value):
+            fields[key] = repr(value)
+        elif value.__class__ is int:
+            fields[key] = repr(value)
     try:
         return template.format(*operands, **fields)
     except (KeyError, IndexError):  # an attr the expression needs is missing

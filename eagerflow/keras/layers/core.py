@@ -13,10 +13,12 @@ import base64
 import importlib
 import inspect
 import marshal
+import re
 import types
 
 import eagerflow as ef
 from eagerflow import dtypes as dtypes_lib
+from eagerflow import errors
 from eagerflow.keras import activations
 from eagerflow.keras import constraints as constraints_lib
 from eagerflow.keras import initializers as initializers_lib
@@ -258,27 +260,80 @@ def _serialize_function(fn):
 
 
 def _deserialize_function(kind, value, custom_objects, safe_mode):
+    """The function a Lambda config names.
+
+    A file decides what ``value`` says, so with ``safe_mode`` (the default) only
+    ``custom_objects``, registered Keras objects and eagerflow's own public functions are
+    found: no module named by the file is imported and no bytecode is unmarshalled.
+    """
     if kind == "function":
-        name = value["name"] if isinstance(value, dict) else value
-        if custom_objects and name in custom_objects:
-            return custom_objects[name]
-        if isinstance(value, dict):
-            obj = importlib.import_module(value["module"])
-            for part in value["name"].split("."):
-                obj = getattr(obj, part)
-            return obj
-        return activations.deserialize(name)
+        name = value.get("name") if isinstance(value, dict) else value
+        module = value.get("module") if isinstance(value, dict) else None
+        if not isinstance(name, str) or not (module is None or isinstance(module, str)):
+            raise errors.InvalidArgumentError(
+                None, None, "Lambda.from_config: the function is named by %r; expected a "
+                "name and a module." % (value,))
+        if custom_objects:
+            for key in (name, "%s.%s" % (module, name) if module else None):
+                if key and key in custom_objects:
+                    return custom_objects[key]
+        from eagerflow.keras import saving
+
+        found = saving.get_registered_object(name)
+        if found is not None:
+            return found
+        if module is None:
+            return activations.deserialize(name)
+        if safe_mode:
+            return _own_function(module, name)
+        obj = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    if kind != "lambda":
+        raise errors.InvalidArgumentError(
+            None, None, "Lambda.from_config: unknown function type %r (expected 'function' "
+            "or 'lambda')." % (kind,))
     if safe_mode:
-        raise ValueError(
+        raise errors.InvalidArgumentError(
+            None, None,
             "Requested the deserialization of a Lambda layer with a Python `lambda` inside it. "
             "This carries a potential risk of arbitrary code execution and is disallowed by "
-            "default. If you trust the source of the config, pass safe_mode=False to "
-            "Lambda.from_config.")
+            "default (safe_mode=True: marshalled bytecode is never loaded). If you trust the "
+            "source of the config, pass safe_mode=False to Lambda.from_config or "
+            "keras.models.load_model.")
     code = marshal.loads(base64.b64decode(value["code"]))
     closure = value.get("closure")
     cells = tuple(types.CellType(c) for c in closure) if closure else None
     defaults = tuple(value["defaults"]) if value.get("defaults") else None
     return types.FunctionType(code, globals(), code.co_name, defaults, cells)
+
+
+_OWN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+
+
+def _own_function(module, name):
+    """An eagerflow public function ``module.name``, with no import the file could direct.
+
+    Only modules eagerflow has already imported are consulted, and the attribute must be a
+    public function eagerflow defines (not a module, class or anything imported from
+    elsewhere), so a file cannot reach ``os.system`` through an attribute chain.
+    """
+    import sys
+
+    obj = sys.modules.get(module) if (module == "eagerflow" or module.startswith(
+        "eagerflow.")) else None
+    fn = getattr(obj, name, None) if obj is not None and _OWN_NAME.match(name) else None
+    if fn is None or not callable(fn) or inspect.isclass(fn) or inspect.ismodule(fn) or \
+            not str(getattr(fn, "__module__", "")).startswith("eagerflow"):
+        raise errors.InvalidArgumentError(
+            None, None, "Lambda.from_config: the file names the function %s.%s, which is "
+            "neither in custom_objects nor registered nor an eagerflow function. With "
+            "safe_mode=True (the default) no module named by a file is imported: pass "
+            "custom_objects={%r: fn}, register it with "
+            "@keras.saving.register_keras_serializable(), or, if you trust the file, load "
+            "with safe_mode=False." % (module[:80], name[:80], name[:80]))
+    return fn
 
 
 class Lambda(Layer):

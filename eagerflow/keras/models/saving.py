@@ -46,6 +46,7 @@ import zipfile
 
 import numpy as np
 
+from eagerflow import errors
 from eagerflow.io import atomic
 from eagerflow.io import bundle
 from eagerflow.keras.models import weights_format as wf
@@ -239,8 +240,10 @@ def deserialize_model(config, custom_objects=None, compile=True, safe_mode=True)
         model = saving.deserialize_keras_object(model_config, custom_objects=custom_objects,
                                                 safe_mode=safe_mode)
     except ValueError as exc:
-        raise ValueError("Cannot rebuild the saved model of class %r: %s" % (
-            config.get("class_name"), exc)) from None
+        # InvalidArgumentError is a ValueError: callers catching ValueError still do.
+        raise errors.InvalidArgumentError(None, None, "Cannot rebuild the saved model of "
+                                          "class %r: %s" % (config.get("class_name"), exc)
+                                          ) from None
     build = config.get("build_config")
     if build and not model.weights and hasattr(model, "build_from_config"):
         model.build_from_config(build)

@@ -1,0 +1,651 @@
+"""``RaggedTensor``: rows of different lengths, as a flat values tensor plus row partitions.
+
+A RaggedTensor of ragged rank ``k`` is ``k`` int64 ``row_splits`` vectors over one dense
+``flat_values`` tensor: row ``i`` of a level is ``values[splits[i]:splits[i + 1]]``. It is a
+composite of ordinary tensors, so every operation on it is ordinary ops on those tensors:
+it runs eagerly, traces into ``@function`` graphs, and gradients flow to ``flat_values``.
+
+Example:
+    >>> import eagerflow as ef
+    >>> rt = ef.ragged.constant([[1, 2], [], [3]])
+    >>> rt.row_lengths().numpy().tolist(), rt.to_tensor().numpy().tolist()
+    ([2, 0, 1], [[1, 2], [0, 0], [3, 0]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eagerflow import dtypes as d
+from eagerflow import errors
+from eagerflow import _api as api
+from eagerflow.ops.cast import cast
+from eagerflow.tensor import Tensor, convert_to_tensor
+from eagerflow.tensor_shape import TensorShape
+
+__all__ = ["RaggedTensor", "RaggedTensorSpec", "constant", "map_flat_values"]
+
+
+def _splits(value, what):
+    t = convert_to_tensor(value)
+    if t.dtype not in (d.int64, d.int32):
+        raise errors.InvalidArgumentError(
+            None, "RaggedTensor", "%s must be int32 or int64, got %s." % (what, t.dtype.name))
+    if t.ndim != 1:
+        raise errors.InvalidArgumentError(
+            None, "RaggedTensor", "%s must be a vector, got shape %s." % (what, t.shape))
+    return cast(t, d.int64)
+
+
+class RaggedTensor:
+    """A tensor with one or more ragged dimensions (``tf.RaggedTensor``).
+
+    Build one with :func:`constant` or the ``from_*`` factories; never call the
+    constructor directly.
+    """
+
+    _is_ragged = True
+
+    def __init__(self, values, row_splits, _internal=False):
+        if not _internal:
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensor", "Use RaggedTensor.from_row_splits (or ragged.constant) "
+                "to build a RaggedTensor.")
+        self._values = values
+        self._row_splits = row_splits
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_row_splits(cls, values, row_splits, name=None, validate=True):
+        """Rows ``values[row_splits[i]:row_splits[i + 1]]``.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.RaggedTensor.from_row_splits([1, 2, 3], [0, 2, 3]).to_list()
+            [[1, 2], [3]]
+        """
+        values = values if isinstance(values, RaggedTensor) else convert_to_tensor(values)
+        splits = _splits(row_splits, "row_splits")
+        if validate and isinstance(splits, Tensor) and hasattr(splits, "_value"):
+            s = np.asarray(splits._value)
+            nvals = _nrows_of(values)
+            if s.size == 0 or s[0] != 0 or np.any(np.diff(s) < 0) or (
+                    nvals is not None and s[-1] != nvals):
+                raise errors.InvalidArgumentError(
+                    None, "RaggedTensor", "row_splits must start at 0, never decrease, and end "
+                    "at the number of values (%s); got %s." % (nvals, s.tolist()))
+        return cls(values, splits, _internal=True)
+
+    @classmethod
+    def from_row_lengths(cls, values, row_lengths, name=None, validate=True):
+        """Rows of the given lengths, in order.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.RaggedTensor.from_row_lengths([1, 2, 3], [1, 0, 2]).to_list()
+            [[1], [], [2, 3]]
+        """
+        lengths = _splits(row_lengths, "row_lengths")
+        splits = api.concat([convert_to_tensor(np.zeros(1, np.int64)),
+                                   api.cumsum(lengths)], 0)
+        return cls.from_row_splits(values, splits, validate=validate)
+
+    @classmethod
+    def from_value_rowids(cls, values, value_rowids, nrows=None, name=None, validate=True):
+        """Value ``i`` goes in row ``value_rowids[i]`` (ids sorted ascending).
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.RaggedTensor.from_value_rowids([1, 2, 3], [0, 0, 2]).to_list()
+            [[1, 2], [], [3]]
+        """
+        ids = np.asarray(_splits(value_rowids, "value_rowids")._value)
+        if ids.size and np.any(np.diff(ids) < 0):
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensor", "value_rowids must be sorted ascending, got %s."
+                % ids.tolist())
+        n = int(nrows) if nrows is not None else (int(ids[-1]) + 1 if ids.size else 0)
+        lengths = np.bincount(ids, minlength=n)[:n] if ids.size else np.zeros(n, np.int64)
+        return cls.from_row_lengths(values, lengths.astype(np.int64), validate=validate)
+
+    @classmethod
+    def from_nested_row_splits(cls, flat_values, nested_row_splits, name=None, validate=True):
+        """Several levels of row splits, outermost first."""
+        result = flat_values
+        for splits in reversed(list(nested_row_splits)):
+            result = cls.from_row_splits(result, splits, validate=validate)
+        return result
+
+    @classmethod
+    def from_nested_row_lengths(cls, flat_values, nested_row_lengths, name=None,
+                                validate=True):
+        """Several levels of row lengths, outermost first."""
+        result = flat_values
+        for lengths in reversed(list(nested_row_lengths)):
+            result = cls.from_row_lengths(result, lengths, validate=validate)
+        return result
+
+    @classmethod
+    def from_tensor(cls, tensor, lengths=None, padding=None, ragged_rank=1, name=None):
+        """Rows of a dense tensor, cut at ``lengths`` or where ``padding`` starts.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.RaggedTensor.from_tensor([[1, 0], [2, 3]], padding=0).to_list()
+            [[1], [2, 3]]
+        """
+        t = convert_to_tensor(tensor)
+        if t.ndim < 2:
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensor", "from_tensor needs rank >= 2, got %d." % t.ndim)
+        arr = np.asarray(t._value)
+        if lengths is not None:
+            lens = np.asarray(convert_to_tensor(lengths)._value).astype(np.int64)
+        elif padding is not None:
+            pad = np.asarray(convert_to_tensor(padding, dtype=t.dtype)._value)
+            is_pad = arr == pad
+            if is_pad.ndim > 2:
+                is_pad = is_pad.reshape(is_pad.shape[:2] + (-1,)).all(-1)
+            keep = ~is_pad[:, ::-1]
+            lens = np.where(keep.any(1), arr.shape[1] - np.argmax(keep, 1), 0).astype(np.int64)
+        else:
+            lens = np.full(arr.shape[0], arr.shape[1], np.int64)
+        mask = np.arange(arr.shape[1])[None, :] < lens[:, None]
+        return cls.from_row_lengths(api.boolean_mask(t, mask), lens)
+
+    # -- structure ------------------------------------------------------------------------
+    @property
+    def values(self):
+        """The values of the outermost ragged level (a Tensor or RaggedTensor)."""
+        return self._values
+
+    @property
+    def row_splits(self):
+        """The outermost level's int64 row splits."""
+        return self._row_splits
+
+    @property
+    def flat_values(self):
+        """The innermost dense values tensor."""
+        v = self._values
+        while isinstance(v, RaggedTensor):
+            v = v._values
+        return v
+
+    @property
+    def nested_row_splits(self):
+        """The row splits of every ragged level, outermost first."""
+        out, v = [self._row_splits], self._values
+        while isinstance(v, RaggedTensor):
+            out.append(v._row_splits)
+            v = v._values
+        return tuple(out)
+
+    @property
+    def ragged_rank(self):
+        """The number of ragged (partitioned) dimensions."""
+        return len(self.nested_row_splits)
+
+    @property
+    def dtype(self):
+        return self.flat_values.dtype
+
+    @property
+    def shape(self):
+        """The static shape: rows, then None for each ragged dim, then the values' inner dims."""
+        n = self._row_splits.shape[0]
+        inner = self._values.shape
+        return TensorShape([None if n is None else n - 1, None] + list(inner)[1:])
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def nrows(self, out_type=d.int64, name=None):
+        """The number of rows."""
+        return cast(api.shape(self._row_splits)[0] - 1, out_type)
+
+    def row_lengths(self, axis=1, name=None):
+        """The length of each row (of the dimension ``axis``)."""
+        if axis == 1:
+            return self._row_splits[1:] - self._row_splits[:-1]
+        if axis > 1 and isinstance(self._values, RaggedTensor):
+            return self.with_values(self._values.row_lengths(axis - 1))
+        raise errors.InvalidArgumentError(
+            None, "RaggedTensor", "row_lengths: axis %r is not a ragged dimension." % axis)
+
+    def nested_row_lengths(self, name=None):
+        """The row lengths of every ragged level, outermost first."""
+        return tuple(s[1:] - s[:-1] for s in self.nested_row_splits)
+
+    def value_rowids(self, name=None):
+        """The row of each value of the outermost level."""
+        lengths = np.asarray(self.row_lengths()._value)
+        return convert_to_tensor(np.repeat(np.arange(lengths.size, dtype=np.int64), lengths))
+
+    def with_values(self, new_values):
+        """The same outer partition over other values."""
+        return RaggedTensor(new_values, self._row_splits, _internal=True)
+
+    def with_flat_values(self, new_values):
+        """The same partitions over other flat values (same outer size)."""
+        if isinstance(self._values, RaggedTensor):
+            return self.with_values(self._values.with_flat_values(new_values))
+        return self.with_values(convert_to_tensor(new_values))
+
+    def merge_dims(self, outer_axis, inner_axis):
+        """Merges dimensions ``outer_axis..inner_axis`` into one.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.ragged.constant([[[1], [2, 3]], [[4]]]).merge_dims(1, 2).to_list()
+            [[1, 2, 3], [4]]
+        """
+        rank = self.ndim
+        outer_axis %= rank
+        inner_axis %= rank
+        if outer_axis >= inner_axis:
+            return self
+        if outer_axis == 0:
+            flat = self
+            for _ in range(inner_axis):
+                flat = flat.values if isinstance(flat, RaggedTensor) else \
+                    api.reshape(flat, [-1] + flat.shape.as_list()[2:])
+            return flat
+        if outer_axis > 1:
+            return self.with_values(self._values.merge_dims(outer_axis - 1, inner_axis - 1))
+        # Rows of this level now span the merged rows below: compose the splits down.
+        splits = self._row_splits
+        v = self._values
+        for _ in range(inner_axis - 1):
+            if not isinstance(v, RaggedTensor):
+                raise errors.UnimplementedError(
+                    None, "RaggedTensor", "merge_dims of uniform inner dimensions of a ragged "
+                    "tensor is not supported; convert with to_tensor first.")
+            splits = api.gather(v.row_splits, splits)
+            v = v.values
+        return RaggedTensor(self._values.merge_dims(0, inner_axis - 1), splits, _internal=True)
+
+    def bounding_shape(self, axis=None, out_type=d.int64, name=None):
+        """The shape of the smallest dense tensor that holds this one."""
+        dims = [int(self._row_splits.shape[0]) - 1]
+        v = self
+        while isinstance(v, RaggedTensor):
+            lengths = np.asarray(v.row_lengths()._value)
+            dims.append(int(lengths.max()) if lengths.size else 0)
+            v = v._values
+        dims.extend(v.shape.as_list()[1:])
+        out = convert_to_tensor(np.asarray(dims, dtype=out_type.as_numpy_dtype))
+        return out if axis is None else out[axis]
+
+    # -- conversion -----------------------------------------------------------------------
+    def to_tensor(self, default_value=None, name=None, shape=None):
+        """A dense tensor, rows padded with ``default_value`` (zero or b"").
+
+        The result is a gather of the flat values with a mask, so gradients reach
+        ``flat_values``.
+        """
+        dense_shape = [int(x) for x in np.asarray(self.bounding_shape()._value)]
+        if shape is not None:
+            want = TensorShape(shape).as_list()
+            dense_shape = [w if w is not None else s for w, s in zip(want, dense_shape)]
+        flat = self.flat_values
+        positions = self._positions(dense_shape)  # index of each flat value in the dense grid
+        inner = flat.shape.as_list()[1:]
+        cells = int(np.prod(dense_shape[:self.ragged_rank + 1]))
+        keep = positions >= 0
+        if default_value is None:
+            default_value = b"" if flat.dtype is d.string else 0
+        pad = convert_to_tensor(default_value, dtype=flat.dtype)
+        # Append one padding row to the values and point empty cells at it.
+        pad_row = api.broadcast_to(pad, [1] + inner)
+        values = api.concat([api.gather(flat, np.nonzero(keep)[0]), pad_row], 0)
+        source = np.full(cells, values.shape[0] - 1, np.int64)
+        source[positions[keep]] = np.arange(int(keep.sum()))
+        dense = api.gather(values, source)
+        return api.reshape(dense, dense_shape)
+
+    def _positions(self, dense_shape):
+        """For each flat value, its linear index among the dense cells (-1 if cut off)."""
+        nrows = dense_shape[0]
+        idx = np.arange(nrows, dtype=np.int64)
+        valid = np.ones(nrows, bool)
+        for level, splits in enumerate(self.nested_row_splits):
+            s = np.asarray(splits._value)
+            width = dense_shape[level + 1]
+            lengths = s[1:] - s[:-1]
+            n_child = int(s[-1]) if s.size else 0
+            child_idx = np.empty(n_child, np.int64)
+            child_valid = np.zeros(n_child, bool)
+            owner = np.repeat(np.arange(lengths.size), lengths)
+            within = np.arange(n_child) - np.repeat(s[:-1], lengths)
+            child_idx[:] = idx[owner] * width + within if n_child else 0
+            child_valid[:] = valid[owner] & (within < width) if n_child else False
+            idx, valid = child_idx, child_valid
+        return np.where(valid, idx, -1)
+
+    def to_list(self):
+        """Nested Python lists of the values."""
+        flat = self.flat_values.numpy()
+        rows = list(flat) if np.ndim(flat) else [flat]
+        rows = [r.tolist() if isinstance(r, np.ndarray) else
+                (r.item() if isinstance(r, np.generic) else r) for r in rows]
+        for splits in reversed(self.nested_row_splits):
+            s = np.asarray(splits._value).tolist()
+            rows = [rows[s[i]:s[i + 1]] for i in range(len(s) - 1)]
+        return rows
+
+    def numpy(self):
+        """An object array of per-row numpy arrays (TF's ragged ``numpy()``)."""
+        values = self._values.numpy() if isinstance(self._values, RaggedTensor) else \
+            self._values.numpy()
+        s = np.asarray(self._row_splits._value)
+        out = np.empty(len(s) - 1, dtype=object)
+        for i in range(len(s) - 1):
+            out[i] = values[s[i]:s[i + 1]]
+        return out
+
+    # -- indexing -------------------------------------------------------------------------
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        if not key:
+            return self
+        first, rest = key[0], key[1:]
+        if first is Ellipsis:
+            raise errors.UnimplementedError(
+                None, "RaggedTensor", "Ellipsis indexing of a RaggedTensor is not supported.")
+        s = np.asarray(self._row_splits._value)
+        nrows = len(s) - 1
+        if isinstance(first, slice):
+            rows = range(nrows)[first]
+            lengths = s[1:] - s[:-1]
+            picked = np.asarray(list(rows), np.int64)
+            value_idx = np.concatenate([np.arange(s[r], s[r + 1]) for r in picked]) \
+                if picked.size else np.zeros(0, np.int64)
+            values = _gather_rows(self._values, value_idx)
+            outer = RaggedTensor.from_row_lengths(values, lengths[picked].astype(np.int64))
+            if not rest:
+                return outer
+            inner = [outer[i][rest] for i in range(len(picked))]
+            return _stack_rows(inner)
+        i = int(first)
+        if not -nrows <= i < nrows:
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensor", "index %d is out of range for %d rows." % (i, nrows))
+        i %= nrows
+        row = _slice_rows(self._values, int(s[i]), int(s[i + 1]))
+        return row[rest] if rest else row
+
+    def __len__(self):
+        return int(self._row_splits.shape[0]) - 1
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        return "<tf.RaggedTensor %s>" % (self.to_list(),)
+
+    __str__ = __repr__
+
+    # -- element-wise arithmetic on flat values ---------------------------------------------
+    def _binary(self, other, fn):
+        if isinstance(other, RaggedTensor):
+            if not _same_partitions(self, other):
+                raise errors.InvalidArgumentError(
+                    None, "RaggedTensor", "element-wise ops need ragged tensors with the same "
+                    "row partitions.")
+            return self.with_flat_values(fn(self.flat_values, other.flat_values))
+        other = convert_to_tensor(other, dtype=self.dtype) if not isinstance(other, Tensor) \
+            else other
+        if other.ndim:
+            raise errors.UnimplementedError(
+                None, "RaggedTensor", "broadcasting a dense tensor of shape %s against a "
+                "RaggedTensor is not supported; use a scalar or a RaggedTensor." % other.shape)
+        return self.with_flat_values(fn(self.flat_values, other))
+
+    def __add__(self, o):
+        return self._binary(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._binary(o, lambda a, b: b + a)
+
+    def __sub__(self, o):
+        return self._binary(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._binary(o, lambda a, b: b - a)
+
+    def __mul__(self, o):
+        return self._binary(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._binary(o, lambda a, b: b * a)
+
+    def __truediv__(self, o):
+        return self._binary(o, lambda a, b: a / b)
+
+    def __neg__(self):
+        return self.with_flat_values(-self.flat_values)
+
+    def __eq__(self, o):
+        return self._binary(o, api.equal)
+
+    def __ne__(self, o):
+        return self._binary(o, api.not_equal)
+
+    __hash__ = None
+
+
+def _same_partitions(a, b):
+    sa, sb = a.nested_row_splits, b.nested_row_splits
+    return len(sa) == len(sb) and all(
+        np.array_equal(np.asarray(x._value), np.asarray(y._value)) for x, y in zip(sa, sb))
+
+
+def _nrows_of(values):
+    if isinstance(values, RaggedTensor):
+        return len(values)
+    shape = values.shape.as_list()
+    return shape[0] if shape else None
+
+
+def _gather_rows(values, idx):
+    if isinstance(values, RaggedTensor):
+        s = np.asarray(values.row_splits._value)
+        inner = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if len(idx) else \
+            np.zeros(0, np.int64)
+        return RaggedTensor.from_row_lengths(_gather_rows(values.values, inner),
+                                             (s[1:] - s[:-1])[idx].astype(np.int64))
+    return api.gather(values, convert_to_tensor(np.asarray(idx, np.int64)))
+
+
+def _slice_rows(values, start, stop):
+    return _gather_rows(values, np.arange(start, stop, dtype=np.int64))
+
+
+def _stack_rows(rows):
+    if rows and all(isinstance(r, Tensor) and r.ndim == 0 for r in rows):
+        return api.stack(rows)
+    return stack(rows)
+
+
+# -- functions --------------------------------------------------------------------------------
+def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,
+             row_splits_dtype=d.int64):
+    """A RaggedTensor from nested Python lists (``tf.ragged.constant``).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.ragged.constant([["a", "b"], ["c"]]).to_list()
+        [[b'a', b'b'], [b'c']]
+    """
+    depth = _depth(pylist)
+    if depth < 1:
+        raise errors.InvalidArgumentError(
+            None, "RaggedTensor", "ragged.constant needs a list of rank >= 1, got %r."
+            % (pylist,))
+    rank = depth - 1 if ragged_rank is None else int(ragged_rank)
+    if inner_shape is not None and ragged_rank is None:
+        rank = depth - 1 - len(inner_shape)
+    splits = []
+    level = [pylist]
+    for _ in range(rank + 1):
+        nxt, s = [], [0]
+        for row in level:
+            nxt.extend(row)
+            s.append(len(nxt))
+        splits.append(np.asarray(s, np.int64))
+        level = nxt
+    splits = splits[1:]
+    values = convert_to_tensor(level, dtype=dtype) if level else convert_to_tensor(
+        np.zeros((0,) + tuple(inner_shape or ()),
+                 (d.as_dtype(dtype) if dtype is not None else d.float32).np_dtype))
+    if rank == 0:
+        return convert_to_tensor(pylist, dtype=dtype)
+    return RaggedTensor.from_nested_row_splits(values, splits)
+
+
+def _depth(value):
+    if isinstance(value, (list, tuple)):
+        depths = [_depth(v) for v in value]
+        return 1 + (max(depths) if depths else 0)
+    if isinstance(value, np.ndarray):
+        return value.ndim
+    return 0
+
+
+def map_flat_values(op, *args, **kwargs):
+    """Applies ``op`` to the flat values of the ragged arguments (``tf.ragged.map_flat_values``).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> rt = ef.ragged.constant([[1.0, 2.0], [3.0]])
+        >>> ef.ragged.map_flat_values(ef.square, rt).to_list()
+        [[1.0, 4.0], [9.0]]
+    """
+    template = None
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, RaggedTensor):
+            if template is not None and not _same_partitions(template, a):
+                raise errors.InvalidArgumentError(
+                    None, "map_flat_values", "all ragged arguments need the same partitions.")
+            template = template or a
+    if template is None:
+        return op(*args, **kwargs)
+    unwrap = (lambda a: a.flat_values if isinstance(a, RaggedTensor) else a)
+    out = op(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+    return template.with_flat_values(out)
+
+
+def stack(values, axis=0, name=None):
+    """Stacks tensors (ragged or dense) into a RaggedTensor along ``axis=0``.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.ragged.stack([ef.constant([1, 2]), ef.constant([3])]).to_list()
+        [[1, 2], [3]]
+    """
+    if axis != 0:
+        raise errors.UnimplementedError(
+            None, "RaggedStack", "ragged.stack supports axis=0 only, got %r." % axis)
+    values = [v if isinstance(v, RaggedTensor) else convert_to_tensor(v) for v in values]
+    if all(isinstance(v, RaggedTensor) for v in values):
+        return _stack_ragged(values)
+    lengths = np.asarray([int(v.shape[0]) if v.ndim else 1 for v in values], np.int64)
+    flat = api.concat([v if v.ndim else api.reshape(v, [1]) for v in values], 0)
+    return RaggedTensor.from_row_lengths(flat, lengths)
+
+
+def _stack_ragged(values):
+    return RaggedTensor.from_row_lengths(concat(values, 0),
+                                         np.asarray([len(v) for v in values], np.int64))
+
+
+def concat(values, axis, name=None):
+    """Concatenates ragged tensors (axis 0 or 1), as ``tf.concat`` does for ragged inputs.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> a, b = ef.ragged.constant([[1], [2, 3]]), ef.ragged.constant([[4, 5], []])
+        >>> ef.ragged.concat([a, b], axis=1).to_list()
+        [[1, 4, 5], [2, 3]]
+    """
+    values = [v if isinstance(v, RaggedTensor) else RaggedTensor.from_tensor(v)
+              for v in values]
+    if axis == 0:
+        flat = _concat_values([v.values for v in values])
+        lengths = api.concat([v.row_lengths() for v in values], 0)
+        return RaggedTensor.from_row_lengths(flat, lengths)
+    if axis == 1:
+        n = len(values[0])
+        if any(len(v) != n for v in values):
+            raise errors.InvalidArgumentError(
+                None, "RaggedConcat", "concat along axis 1 needs the same number of rows, got "
+                "%s." % [len(v) for v in values])
+        rows = [_concat_values([v[i] for v in values]) for i in range(n)]
+        return stack(rows) if rows else values[0]
+    raise errors.UnimplementedError(
+        None, "RaggedConcat", "ragged concat supports axis 0 and 1, got %r." % axis)
+
+
+def _concat_values(parts):
+    if any(isinstance(p, RaggedTensor) for p in parts):
+        return concat(parts, 0)
+    return api.concat(list(parts), 0)
+
+
+def gather(params, indices, name=None):
+    """Rows of a RaggedTensor (``tf.gather`` on ragged ``params``).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.ragged.gather(ef.ragged.constant([[1], [2, 3], []]), [1, 0]).to_list()
+        [[2, 3], [1]]
+    """
+    idx = np.asarray(convert_to_tensor(indices)._value).astype(np.int64).reshape(-1)
+    n = len(params)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise errors.InvalidArgumentError(
+            None, "RaggedGather", "gather: indices %s out of range for %d rows."
+            % (idx.tolist(), n))
+    s = np.asarray(params.row_splits._value)
+    value_idx = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if idx.size else \
+        np.zeros(0, np.int64)
+    return RaggedTensor.from_row_lengths(_gather_rows(params.values, value_idx),
+                                         (s[1:] - s[:-1])[idx].astype(np.int64))
+
+
+class RaggedTensorSpec:
+    """The type of a RaggedTensor (``tf.RaggedTensorSpec``): shape, dtype, ragged rank.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.RaggedTensorSpec([None, None], ef.int32).ragged_rank
+        1
+    """
+
+    def __init__(self, shape=None, dtype=d.float32, ragged_rank=None,
+                 row_splits_dtype=d.int64, flat_values_spec=None):
+        self.shape = TensorShape(shape)
+        self.dtype = d.as_dtype(dtype)
+        rank = self.shape.rank
+        self.ragged_rank = (rank - 1 if rank is not None else 1) if ragged_rank is None \
+            else int(ragged_rank)
+        self.row_splits_dtype = d.as_dtype(row_splits_dtype)
+
+    def is_compatible_with(self, value):
+        return isinstance(value, RaggedTensor) and value.dtype is self.dtype and \
+            value.ragged_rank == self.ragged_rank and self.shape.is_compatible_with(value.shape)
+
+    def __repr__(self):
+        return "RaggedTensorSpec(TensorShape(%s), tf.%s, %d, tf.int64)" % (
+            self.shape.as_list() if self.shape.rank is not None else None, self.dtype.name,
+            self.ragged_rank)
+
+    def __eq__(self, other):
+        return isinstance(other, RaggedTensorSpec) and repr(self) == repr(other)
+
+    def __hash__(self):
+        return hash(repr(self))
+

@@ -25,7 +25,7 @@ import numpy as np
 
 from eagerflow import dtypes as _d
 from eagerflow import errors
-from eagerflow.backend import cpu_blas
+from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import FLOAT
@@ -49,6 +49,20 @@ def _compute_dtype(xp, a):
     return xp.float32 if a.dtype.itemsize == 2 else a.dtype
 
 
+def _columns(xp, win, ct):
+    """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
+    ``ct`` (im2col): on numpy, blocks of the batch on every core."""
+    if xp is not np:
+        return xp.ascontiguousarray(win).astype(ct, copy=False)
+    cols = np.empty(win.shape, dtype=ct)
+
+    def block(lo, hi):
+        cols[lo:hi] = win[lo:hi]
+
+    cpu_threads.run_blocks(block, win.shape[0], cols.size)
+    return cols
+
+
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     """Channels-last forward convolution; ``w`` in grouped layout [*k, Cg, O].
 
@@ -63,7 +77,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
-        cols = win.reshape(m, kp * cg).astype(ct, copy=False)
+        cols = _columns(xp, win, ct).reshape(m, kp * cg)
         wm = w.reshape(kp * cg, o).astype(ct, copy=False)
         if channels_first:
             # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
@@ -174,7 +188,7 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     m = x.shape[0] * _prod(g.out_sp)
     kp = _prod(g.k)
     if groups == 1:
-        cols = win.reshape(m, kp * cg).astype(ct, copy=False)
+        cols = _columns(xp, win, ct).reshape(m, kp * cg)
         dym = dy.reshape(m, o).astype(ct, copy=False)
         if o > kp * cg:
             dw = xp.ascontiguousarray(xp.matmul(dym.T, cols).T)

@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.backend import cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.conv_ops import (
     CHANNELS_FIRST, FORMATS, check_window_attrs, crop_spatial, from_channels_last,
@@ -136,15 +137,26 @@ def _disjoint(g, attrs):
     return all(d == 1 and s >= k for k, s, d in zip(g.k, attrs["strides"], attrs["dilations"]))
 
 
-def _pool_max(xp, xpad, g, attrs):
+def _pool_max(xp, xpad, g, attrs, out=None):
     """The max over each window: one maximum per tap on strided slices (no copy first)."""
     taps = [index for _, index in _taps(g, attrs)]
     if len(taps) == 1:
-        return xp.array(xpad[taps[0]])
-    out = xp.maximum(xpad[taps[0]], xpad[taps[1]])
+        if out is None:
+            return xp.array(xpad[taps[0]])
+        out[...] = xpad[taps[0]]
+        return out
+    out = xp.maximum(xpad[taps[0]], xpad[taps[1]], out=out)
     for index in taps[2:]:
         xp.maximum(out, xpad[index], out=out)
     return out
+
+
+def _by_batch(xp, n, elements, block):
+    """Runs ``block(lo, hi)`` over the batch: on numpy, blocks of it on every core."""
+    if xp is np:
+        cpu_threads.run_blocks(block, n, elements)
+    else:
+        block(0, n)
 
 
 def _first_max_masks(xp, xpad, g, attrs):
@@ -207,8 +219,14 @@ def _max_pool_kernel(xp):
         g = _geometry(x.shape, attrs)
         if g.empty or x.size == 0:
             return xp.zeros(g.out_shape, dtype=x.dtype)
-        return _pool_max(xp, pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead), g,
-                         attrs)
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        out = xp.empty(g.out_shape, dtype=x.dtype)
+
+        def block(lo, hi):
+            _pool_max(xp, xpad[lo:hi], g, attrs, out=out[lo:hi])
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        return out
     return kernel
 
 
@@ -224,10 +242,15 @@ def _max_pool_grad_kernel(xp):
         dt = grad.dtype if disjoint else _compute_dtype(xp, grad)
         src = grad.astype(dt, copy=False)
         finite = _all_finite(xp, grad)
-        tmp = None if disjoint or not finite else xp.empty(grad.shape, dtype=dt)
         dxp = xp.zeros(g.padded_shape, dtype=dt)
-        for index, hit in _first_max_masks(xp, xpad, g, attrs):
-            _route(xp, dxp[index], src, hit, disjoint, finite, tmp)
+
+        def block(lo, hi):
+            gb, db = src[lo:hi], dxp[lo:hi]
+            tmp = None if disjoint or not finite else xp.empty(gb.shape, dtype=dt)
+            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+                _route(xp, db[index], gb, hit, disjoint, finite, tmp)
+
+        _by_batch(xp, x.shape[0], x.size, block)
         dxp = crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
         return dxp.astype(grad.dtype, copy=False)
     return kernel
@@ -245,11 +268,16 @@ def _max_pool_grad_grad_kernel(xp):
         hpad = pad_spatial(xp, h, g.pads, 0, g.lead)
         finite = _all_finite(xp, h)
         out = xp.zeros(g.out_shape, dtype=h.dtype)
-        tmp = xp.empty(g.out_shape, dtype=h.dtype) if finite else None
-        # Exactly one tap hits each output, so the sum over taps is a gather of h at the
-        # first maximum.
-        for index, hit in _first_max_masks(xp, xpad, g, attrs):
-            _route(xp, out, hpad[index], hit, False, finite, tmp)
+
+        def block(lo, hi):
+            ob, hb = out[lo:hi], hpad[lo:hi]
+            tmp = xp.empty(ob.shape, dtype=h.dtype) if finite else None
+            # Exactly one tap hits each output, so the sum over taps is a gather of h at
+            # the first maximum.
+            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+                _route(xp, ob, hb[index], hit, False, finite, tmp)
+
+        _by_batch(xp, x.shape[0], x.size, block)
         return out
     return kernel
 
@@ -283,11 +311,20 @@ def _avg_pool_kernel(xp):
         ct = _compute_dtype(xp, x)
         xpad = pad_spatial(xp, x.astype(ct, copy=False), g.pads, 0, g.lead)
         taps = [index for _, index in _taps(g, attrs)]
-        acc = xp.array(xpad[taps[0]]) if len(taps) == 1 else xp.add(xpad[taps[0]],
-                                                                     xpad[taps[1]])
-        for index in taps[2:]:
-            xp.add(acc, xpad[index], out=acc)
-        xp.divide(acc, _counts(xp, g, attrs, ct), out=acc)
+        counts = _counts(xp, g, attrs, ct)
+        acc = xp.empty(g.out_shape, dtype=ct)
+
+        def block(lo, hi):
+            xb, ab = xpad[lo:hi], acc[lo:hi]
+            if len(taps) == 1:
+                ab[...] = xb[taps[0]]
+            else:
+                xp.add(xb[taps[0]], xb[taps[1]], out=ab)
+            for index in taps[2:]:
+                xp.add(ab, xb[index], out=ab)
+            xp.divide(ab, counts, out=ab)
+
+        _by_batch(xp, x.shape[0], x.size, block)
         return acc.astype(x.dtype, copy=False)
     return kernel
 
@@ -300,13 +337,19 @@ def _avg_pool_grad_kernel(xp):
         ct = _compute_dtype(xp, grad)
         dxp = xp.zeros(g.padded_shape, dtype=ct)
         if not (g.empty or grad.size == 0):
-            scaled = grad.astype(ct, copy=False) / _counts(xp, g, attrs, ct)
+            counts = _counts(xp, g, attrs, ct)
             disjoint = _disjoint(g, attrs)
-            for _, index in _taps(g, attrs):
-                if disjoint:
-                    dxp[index] = scaled
-                else:
-                    dxp[index] += scaled
+
+            def block(lo, hi):
+                scaled = grad[lo:hi].astype(ct, copy=False) / counts
+                db = dxp[lo:hi]
+                for _, index in _taps(g, attrs):
+                    if disjoint:
+                        db[index] = scaled
+                    else:
+                        db[index] += scaled
+
+            _by_batch(xp, grad.shape[0], int(np.prod(g.padded_shape)), block)
         return crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead).astype(grad.dtype, copy=False)
     return kernel
 

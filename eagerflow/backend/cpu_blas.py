@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
 import glob
 import os
 
@@ -34,6 +33,8 @@ _GEMMS = None          # {np.dtype: ctypes function} once looked up; {} when not
 
 def _lookup():
     """numpy's bundled ILP64 OpenBLAS ``cblas_sgemm``/``cblas_dgemm``, or {}."""
+    import ctypes  # on first use: import eagerflow stays light
+
     libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
     for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
         try:

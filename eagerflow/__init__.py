@@ -49,7 +49,7 @@ from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
 
 # Heavier subpackages load on first use, keeping ``import eagerflow`` fast.
 _LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summary",
-                    "profiler")
+                    "profiler", "autograph")
 
 
 def __getattr__(name):

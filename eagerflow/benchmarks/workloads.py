@@ -562,3 +562,13 @@ WORKLOADS += [
              unit="epoch", note="1 epoch; target >= 0.8x numpy throughput (<= 1.25x time)",
              flops=mlp_flops(_FIT_SAMPLES)),
 ]
+
+
+# -- AutoGraph: trace-time cost of conversion ------------------------------------------------
+def _autograph_workloads():
+    from eagerflow.benchmarks import autograph_workloads
+
+    return autograph_workloads._register(Workload)
+
+
+WORKLOADS += _autograph_workloads()

@@ -48,8 +48,10 @@ class Function:
     """
 
     def __init__(self, python_function, name=None, input_signature=None,
-                 reduce_retracing=False, jit_compile=None):
+                 reduce_retracing=False, jit_compile=None, autograph=True):
         self._python_function = python_function
+        self._autograph = bool(autograph)
+        self._converted = None
         functools.update_wrapper(self, python_function)
         self._name = name or getattr(python_function, "__name__", "function")
         self._signature = inspect.signature(python_function)
@@ -83,7 +85,8 @@ class Function:
             bound = None
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._name,
-                             self._input_signature, self._reduce_retracing, self._jit_compile)
+                             self._input_signature, self._reduce_retracing, self._jit_compile,
+                             self._autograph)
             bound._bound_instance = weakref.ref(instance)
             try:
                 self._instances[instance] = bound
@@ -99,6 +102,16 @@ class Function:
     def input_signature(self):
         return self._input_signature
 
+    def _traced_callable(self):
+        """What a trace runs: the AutoGraph-converted function, or the original."""
+        if not self._autograph:
+            return self._python_function
+        if self._converted is None:
+            from eagerflow.function.autograph import conversion
+
+            self._converted = conversion.convert(self._python_function)
+        return self._converted
+
     def experimental_get_tracing_count(self):
         """How many times this function has traced."""
         return self._trace_count
@@ -113,7 +126,7 @@ class Function:
             return self._python_function(*args, **kwargs)
         if _state.trace is not None:
             # Inside another trace: inline the Python (nested functions fuse into one graph).
-            return self._python_function(*args, **kwargs)
+            return self._traced_callable()(*args, **kwargs)
         if not kwargs and len(args) == self._n_params and self._simple_params:
             fast_key = _fast_key(args, self._input_signature is not None)
             if fast_key is not None:
@@ -170,7 +183,7 @@ class Function:
                     "Retracing is expensive: pass tensors instead of Python values, use "
                     "input_signature with None dimensions, or reduce_retracing=True.",
                     self._name, self._trace_count + 1, reason)
-        concrete = trace_function(self._python_function, arguments, trace_key, self._name,
+        concrete = trace_function(self._traced_callable(), arguments, trace_key, self._name,
                                   allow_variables=self._trace_count == 0)
         self._trace_count += 1
         self._concretes.append((trace_key, concrete))
@@ -280,7 +293,7 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
             tape.watch([p for p in placeholders if p.dtype.is_floating or p.dtype.is_complex])
             result = python_function(*symbolic_args.args, **symbolic_args.kwargs)
         output_map = []
-        for leaf in nest.flatten(result):
+        for leaf in nest.flatten(result, expand_composites=True):
             if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
                 t = tracer.to_symbolic(leaf)
                 graph.outputs.append((t._node, t._index))
@@ -296,7 +309,7 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
 
 
 def _output_tid(graph, node, index, result):
-    for leaf in nest.flatten(result):
+    for leaf in nest.flatten(result, expand_composites=True):
         if isinstance(leaf, SymbolicTensor) and leaf._node is node and leaf._index == index:
             return leaf._tid
     return 0
@@ -322,15 +335,20 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
 
     The Python body runs once per new input signature (a trace); later calls with matching
     arguments run the traced graph. Tensor arguments key the cache by dtype and shape,
-    Python values by value (they must be hashable). Control flow on tensor values must use
-    ``eagerflow.cond`` / ``eagerflow.while_loop``: Python is not rewritten, and a Python
-    ``if`` on a tensor raises an error naming the line.
+    Python values by value (they must be hashable).
+
+    With ``autograph=True`` (the default, as TF) the function's Python ``if``/``while``/
+    ``for``/``break``/``continue``/``return`` and ``and``/``or``/``not`` on tensors become
+    ``eagerflow.cond`` / ``eagerflow.while_loop`` (see ``eagerflow.autograph``); on Python
+    values they stay Python. With ``autograph=False`` a Python ``if`` on a tensor raises an
+    error naming the line.
 
     Args:
         func: The function to compile (or None, to use as ``@function(...)``).
         input_signature: Optional list of TensorSpecs fixing the tensor arguments; None
             dimensions accept any size, so one trace serves all.
-        autograph: Accepted for compatibility; no source rewriting is ever done.
+        autograph: Convert Python control flow on tensors to graph control flow (the
+            conversion is cached per function). False runs the Python as written.
         jit_compile: Accepted for compatibility.
         reduce_retracing: When True, a retrace for new shapes generalizes the differing
             dimensions to None, so later shapes reuse it.
@@ -355,7 +373,8 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
         if isinstance(f, Function):
             return f
         return Function(f, name=name, input_signature=input_signature,
-                        reduce_retracing=reduce_retracing, jit_compile=jit_compile)
+                        reduce_retracing=reduce_retracing, jit_compile=jit_compile,
+                        autograph=autograph)
 
     if func is None:
         return decorate

@@ -155,7 +155,9 @@ class SymbolicTensor(Tensor):
         self._no_value(
             "Using it as a Python bool (an `if`, `while`, `and`/`or` or `assert` on a tensor)",
             "Write value-dependent branches as eagerflow.cond(pred, true_fn, false_fn) and "
-            "loops as eagerflow.while_loop(cond, body, loop_vars).")
+            "loops as eagerflow.while_loop(cond, body, loop_vars), or let AutoGraph convert "
+            "them: it does so in @function bodies with autograph=True (the default), though "
+            "not in lambdas, library code or functions marked do_not_convert.")
 
     def __float__(self):
         self._no_value("float()", "Keep the value as a tensor inside the function.")

@@ -497,6 +497,8 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     """
     if limit is None:
         start, limit = 0, start
+    if any(_is_dynamic(v) for v in (start, limit, delta)):
+        return _dynamic_range(start, limit, delta, dtype)
     values = [_range_arg(start, "start"), _range_arg(limit, "limit"), _range_arg(delta, "delta")]
     if dtype is None:
         name_ = builtins.max((n for _, n in values),
@@ -520,6 +522,26 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
         nums = [float(v) for v in nums]
     return execute(RANGE, (), {"start": nums[0], "limit": nums[1], "delta": nums[2],
                                "dtype": out_dtype.name})
+
+
+def _is_dynamic(value):
+    """True for a tensor whose value is known only when the graph runs."""
+    from eagerflow.ops.static_value import constant_value
+
+    return isinstance(value, Tensor) and constant_value(value) is None
+
+
+def _dynamic_range(start, limit, delta, dtype):
+    from eagerflow.ops.range_dynamic import DYNAMIC_RANGE
+
+    if dtype is None:
+        names = [v.dtype.name if isinstance(v, Tensor) else _range_arg(v, "bound")[1]
+                 for v in (start, limit, delta)]
+        dtype = builtins.max(names, key=lambda n: _RANGE_HIERARCHY.index(n)
+                             if n in _RANGE_HIERARCHY else len(_RANGE_HIERARCHY))
+    out_dtype = d.as_dtype(dtype)
+    args = [cast(v, out_dtype) if isinstance(v, Tensor) else v for v in (start, limit, delta)]
+    return execute(DYNAMIC_RANGE, tuple(args), {"dtype": out_dtype.name})
 
 
 # --- LinSpace ---------------------------------------------------------------------------------

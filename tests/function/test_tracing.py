@@ -469,7 +469,8 @@ def _assert_not_allowed(fn, arg, line_text, *fragments):
 
 
 def test_python_if_on_a_tensor_is_refused_with_the_line():
-    @ef.function
+    # autograph=False keeps the error; with AutoGraph on, this converts.
+    @ef.function(autograph=False)
     def f(x):
         if ef.reduce_sum(x) > 0:  # the offending line
             return x
@@ -480,7 +481,8 @@ def test_python_if_on_a_tensor_is_refused_with_the_line():
 
 
 def test_python_while_on_a_tensor_is_refused_with_the_line():
-    @ef.function
+    # autograph=False keeps the error; with AutoGraph on, this converts.
+    @ef.function(autograph=False)
     def f(x):
         while x < 10.0:  # python while on a tensor
             x = x * 2.0

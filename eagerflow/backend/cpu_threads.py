@@ -41,11 +41,18 @@ _pool_size = 0
 _lock = threading.Lock()
 
 
+_cpu_count = None
+
+
 def _cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    # Read once: the affinity mask is a system call, and kernels ask on every large call.
+    global _cpu_count
+    if _cpu_count is None:
+        try:
+            _cpu_count = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            _cpu_count = os.cpu_count() or 1
+    return _cpu_count
 
 
 def set_threads(n):

@@ -243,10 +243,18 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
     into a donor's buffer when one is free at run time (as the one-call form does), else
     into a fresh array.
     """
+    threshold = cpu_threads.MIN_ELEMENTS
+
     def run(*args):
+        # Cheap checks first: small results (most calls) pay two comparisons per input.
+        for a in args:
+            if getattr(a, "size", 0) >= threshold:
+                break
+        else:
+            return fn(*args)
         if cpu_threads.threads() == 1:
             return fn(*args)
-        shape = np.broadcast_shapes(*[a.shape for a in args])
+        shape = np.broadcast_shapes(*[np.shape(a) for a in args])
         size = int(np.prod(shape)) if shape else 0
         axis = next((k for k, n in enumerate(shape) if n > 1), None)
         if size < cpu_threads.MIN_ELEMENTS or axis is None:
@@ -269,7 +277,7 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
             cut = lead + (slice(lo, hi),)
             parts = []
             for a in args:
-                k = axis - (rank - a.ndim)
+                k = axis - (rank - np.ndim(a))
                 parts.append(a[(slice(None),) * k + (slice(lo, hi),)]
                              if k >= 0 and a.shape[k] == extent else a)
             fn_out(*parts, out[cut])

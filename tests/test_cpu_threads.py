@@ -24,6 +24,21 @@ def threads():
     cpu_threads.set_threads(0)
 
 
+@pytest.fixture
+def splits(monkeypatch):
+    """Records, per run_blocks call, whether it split the work over threads."""
+    seen = []
+    real = cpu_threads.run_blocks
+
+    def recording(fn, n, elements, min_elements=cpu_threads.MIN_ELEMENTS, xp=None):
+        seen.append(cpu_threads.threads() > 1 and n > 1 and elements >= min_elements
+                    and (xp is None or cpu_threads.is_numpy(xp)))
+        real(fn, n, elements, min_elements, xp)
+
+    monkeypatch.setattr(cpu_threads, "run_blocks", recording)
+    return seen
+
+
 def test_blocks_cover_the_range_in_order():
     for n in (0, 1, 5, 7, 64):
         for parts in (1, 2, 3, 8):
@@ -64,7 +79,7 @@ POOLS = [P._attrs(2, 2), P._attrs(2, 3, 2, "SAME"), P._attrs(2, 3, 1, "SAME", "N
 
 
 @pytest.mark.parametrize("attrs", POOLS)
-def test_pool_kernels_equal_on_any_thread_count(threads, attrs):
+def test_pool_kernels_equal_on_any_thread_count(threads, splits, attrs):
     shape = (6, 40, 40, 24) if attrs["data_format"] == "NHWC" else (6, 24, 40, 40)
     x = np.maximum(RNG.standard_normal(shape), 0).astype(np.float32)   # ties at zero
     y = execute(P.MAX_POOL, (ef.constant(x),), attrs).numpy()
@@ -77,25 +92,37 @@ def test_pool_kernels_equal_on_any_thread_count(threads, attrs):
             p, tuple(ef.constant(a) for a in xs), at).numpy())
         for o in outs[1:]:
             np.testing.assert_array_equal(o, outs[0], err_msg=prim.name)
+        assert any(splits), prim.name
+        splits.clear()
         if prim is P.MAX_POOL_GRAD:
             np.testing.assert_allclose(outs[0], P.MAX_POOL_GRAD.reference(x, g, **at),
                                        rtol=1e-6, atol=1e-6)
 
 
-def test_conv_kernels_equal_on_any_thread_count(threads):
+def test_conv_kernels_equal_on_any_thread_count(threads, splits):
     x = RNG.standard_normal((8, 30, 30, 16)).astype(np.float32)
     w = RNG.standard_normal((3, 3, 16, 8)).astype(np.float32)
+    wd = RNG.standard_normal((3, 3, 16, 1)).astype(np.float32)   # multiplier 1
     a = K._attrs(2, 1, 1, "SAME", None)
+    a2 = K._attrs(2, 2, 1, "SAME", None)
     dy = RNG.standard_normal((8, 30, 30, 8)).astype(np.float32)
+    dy2 = RNG.standard_normal((8, 15, 15, 8)).astype(np.float32)
+    dyd = RNG.standard_normal((8, 30, 30, 16)).astype(np.float32)
     for prim, args, at in [(K.CONV, (x, w), a),
-                           (K.CONV_BACKPROP_FILTER, (x, dy), dict(a, filter_shape=w.shape))]:
+                           (K.CONV_BACKPROP_FILTER, (x, dy), dict(a, filter_shape=w.shape)),
+                           (K.CONV_BACKPROP_INPUT, (dy2, w), dict(a2, input_shape=x.shape)),
+                           (K.DEPTHWISE_CONV, (x, wd), a),
+                           (K.DEPTHWISE_BACKPROP_INPUT, (dyd, wd),
+                            dict(a, input_shape=x.shape))]:
         outs = _run_all(lambda p=prim, xs=args, at=at: execute(
             p, tuple(ef.constant(v) for v in xs), at).numpy())
         for o in outs[1:]:
             np.testing.assert_array_equal(o, outs[0], err_msg=prim.name)
+        assert any(splits), prim.name
+        splits.clear()
 
 
-def test_fused_regions_equal_on_any_thread_count_and_eager(threads):
+def test_fused_regions_equal_on_any_thread_count_and_eager(threads, splits):
     x = ef.constant(RNG.standard_normal((300, 500)).astype(np.float32))
     b = ef.constant(RNG.standard_normal(500).astype(np.float32))
     col = ef.constant(RNG.standard_normal((300, 1)).astype(np.float32))
@@ -108,6 +135,7 @@ def test_fused_regions_equal_on_any_thread_count_and_eager(threads):
     for o in outs[1:]:
         np.testing.assert_array_equal(o, outs[0])
     np.testing.assert_allclose(outs[0], f(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert any(splits)
     # One leading row: the split goes along the next axis.
     row = ef.constant(RNG.standard_normal((1, 200000)).astype(np.float32))
     traced_row = ef.function(lambda x: ef.tanh(x * 2.0 + 1.0) * x)

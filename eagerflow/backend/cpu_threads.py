@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["run_blocks", "threads", "set_threads", "MIN_ELEMENTS"]
+__all__ = ["run_blocks", "threads", "set_threads", "is_numpy", "MIN_ELEMENTS"]
 
 # Below this many elements a kernel runs on the calling thread (measured: a 2-way split
 # of a 64K-element float32 multiply-add is about break-even on 2 cores).
@@ -53,6 +53,11 @@ def _cpus():
         except (AttributeError, OSError):
             _cpu_count = os.cpu_count() or 1
     return _cpu_count
+
+
+def is_numpy(xp):
+    """Whether a kernel's array module ``xp`` (numpy, or eagerflow's numpy backend) is numpy."""
+    return getattr(xp, "__name__", None) == "numpy"
 
 
 def set_threads(n):
@@ -92,7 +97,7 @@ def blocks(n, parts):
     return out
 
 
-def run_blocks(fn, n, elements, min_elements=MIN_ELEMENTS):
+def run_blocks(fn, n, elements, min_elements=MIN_ELEMENTS, xp=None):
     """Calls ``fn(lo, hi)`` over a split of ``range(n)``, the blocks in parallel threads.
 
     Args:
@@ -101,12 +106,14 @@ def run_blocks(fn, n, elements, min_elements=MIN_ELEMENTS):
         elements: The work's size in elements: below ``min_elements``, or with one thread
             or one row, ``fn(0, n)`` runs on the calling thread.
         min_elements: The threshold for splitting.
+        xp: The array module of a kernel written against several (None: numpy). Other
+            modules (cupy) run ``fn(0, n)``: their kernels are parallel already.
 
     Raises:
         Whatever ``fn`` raises (the first block's error when several fail).
     """
     parts = min(threads(), n)
-    if parts <= 1 or elements < min_elements:
+    if parts <= 1 or elements < min_elements or (xp is not None and not is_numpy(xp)):
         fn(0, n)
         return
     ranges = blocks(n, parts)

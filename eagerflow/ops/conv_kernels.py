@@ -52,7 +52,7 @@ def _compute_dtype(xp, a):
 def _columns(xp, win, ct):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
     ``ct`` (im2col): on numpy, blocks of the batch on every core."""
-    if xp is not np:
+    if not cpu_threads.is_numpy(xp):
         return xp.ascontiguousarray(win).astype(ct, copy=False)
     cols = np.empty(win.shape, dtype=ct)
 
@@ -89,8 +89,14 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
         wk = w.reshape(kp, o).astype(ct, copy=False)
         if m:
-            for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
-                out += xpad[index] * wk[i]
+            taps = [index for _, index in tap_slices(g.k, g.out_sp, strides, dilations)]
+
+            def block(lo, hi):
+                ob, xb = out[lo:hi], xpad[lo:hi]
+                for i, index in enumerate(taps):
+                    ob += xb[index] * wk[i]
+
+            cpu_threads.run_blocks(block, n, out.size, xp=xp)
         out = out.reshape(m, o)
     else:
         og = o // groups
@@ -107,7 +113,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
 def _gemm_accumulate(xp, out, a, b):
     """``out += a @ b`` in place: on numpy one BLAS call with beta = 1 (no product
     temporary, no add pass); ``out`` is a block of rows of a C-contiguous array."""
-    if xp is np:
+    if cpu_threads.is_numpy(xp):
         cpu_blas.gemm_accumulate(out, a, b)
     elif out.size and a.shape[1]:
         out += xp.matmul(a, b)
@@ -155,8 +161,14 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         # Depthwise with multiplier 1: a multiply-add per kernel tap.
         dyc = dy.astype(ct, copy=False)[..., None]
         wk = w.reshape(kp, groups, 1).astype(ct, copy=False)
-        for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
-            dxp[index] += dyc * wk[i]
+        taps = [index for _, index in tap_slices(g.k, g.out_sp, strides, dilations)]
+
+        def block(lo, hi):
+            db, gb = dxp[lo:hi], dyc[lo:hi]
+            for i, index in enumerate(taps):
+                db[index] += gb * wk[i]
+
+        cpu_threads.run_blocks(block, n, dxp.size, xp=xp)
     elif m and kp * c and o:
         og = o // groups
         dyg = dy.reshape(m, groups, og).transpose(1, 0, 2).astype(ct, copy=False)
@@ -165,8 +177,15 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         cols = cols.reshape((groups, n) + g.out_sp + g.k + (cg,))
         cols = xp.moveaxis(cols, 0, -2)                       # [N, *out, *k, G, Cg] (view)
         lead = (slice(None),) * (1 + nd)
-        for tap, index in tap_slices(g.k, g.out_sp, strides, dilations):
-            dxp[index] += cols[lead + tap]
+        taps = list(tap_slices(g.k, g.out_sp, strides, dilations))
+
+        def block(lo, hi):
+            # Each block of the batch scatters into its own rows of dxp.
+            db, cb = dxp[lo:hi], cols[lo:hi]
+            for tap, index in taps:
+                db[index] += cb[lead + tap]
+
+        cpu_threads.run_blocks(block, n, dxp.size, xp=xp)
     dxp = dxp.reshape((n,) + padded + (c,))
     return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
 

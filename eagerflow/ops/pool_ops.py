@@ -153,10 +153,7 @@ def _pool_max(xp, xpad, g, attrs, out=None):
 
 def _by_batch(xp, n, elements, block):
     """Runs ``block(lo, hi)`` over the batch: on numpy, blocks of it on every core."""
-    if xp is np:
-        cpu_threads.run_blocks(block, n, elements)
-    else:
-        block(0, n)
+    cpu_threads.run_blocks(block, n, elements, xp=xp)
 
 
 def _first_max_masks(xp, xpad, g, attrs):
@@ -199,7 +196,7 @@ def _route(xp, dst, src, hit, assign, finite, tmp=None):
             dst += tmp
     elif assign:
         xp.copyto(dst, src, where=hit)
-    elif xp is np:
+    elif cpu_threads.is_numpy(xp):
         np.add(dst, src, out=dst, where=hit)
     else:
         dst += xp.where(hit, src, 0)

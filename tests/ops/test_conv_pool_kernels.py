@@ -11,6 +11,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import dtypes
+from eagerflow.backend import cpu_blas
 from eagerflow.ops import conv_kernels as K
 from eagerflow.ops import pool_ops as P
 from eagerflow.ops.dispatch import execute
@@ -96,6 +97,31 @@ def test_unit_stride_input_gradient_is_the_scatter_form(xs, ws, a):
     expected = K.crop_spatial(np, dxp, g.pads, g.in_sp)
     np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-12)
     assert x.shape == xs
+
+
+@pytest.mark.parametrize("xs,ws,a,gemms", [
+    ((2, 6, 5, 8), (3, 3, 8, 4), attrs(2), 9),                      # unit strides, 8 channels
+    ((1, 4, 5, 3, 8), (2, 3, 2, 8, 3), attrs(3, padding="VALID"), 12),
+    ((2, 6, 5, 3), (3, 3, 3, 4), attrs(2), 0),                      # 3 channels: scatter
+    ((2, 7, 7, 8), (3, 3, 8, 4), attrs(2, strides=2), 0),           # strided: scatter
+])
+def test_input_gradient_path_through_dispatch(monkeypatch, xs, ws, a, gemms):
+    # The kernels run through the registry (with eagerflow's numpy backend as xp): the
+    # accumulating GEMM must be the path taken there, not only when called with numpy.
+    calls = []
+    real = cpu_blas.gemm_accumulate
+
+    def counted(c, x, y):
+        calls.append(c.shape)
+        real(c, x, y)
+
+    monkeypatch.setattr(cpu_blas, "gemm_accumulate", counted)
+    dy = uniform(_dy_shape(xs, ws, a), dtypes.float32)
+    w = uniform(ws, dtypes.float32)
+    at = dict(a, input_shape=xs)
+    got = execute(K.CONV_BACKPROP_INPUT, (ef.constant(dy), ef.constant(w)), at)
+    assert len(calls) == gemms
+    close(got, K.CONV_BACKPROP_INPUT.reference(dy, w, **at), dtypes.float32)
 
 
 def test_conv_gradients_through_the_tape_in_function_equal_eager():

@@ -10,8 +10,8 @@ import pytest
 
 import eagerflow as ef
 from eagerflow.backend import cpu_threads
-from eagerflow.ops import conv_kernels as K
-from eagerflow.ops import pool_ops as P
+from eagerflow.ops.nn import conv_kernels as K
+from eagerflow.ops.nn import pool_ops as P
 from eagerflow.ops.dispatch import execute
 
 RNG = np.random.default_rng(11)

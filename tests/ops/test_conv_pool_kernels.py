@@ -12,10 +12,10 @@ import pytest
 import eagerflow as ef
 from eagerflow import dtypes
 from eagerflow.backend import cpu_blas
-from eagerflow.ops import conv_kernels as K
-from eagerflow.ops import pool_ops as P
+from eagerflow.ops.nn import conv_kernels as K
+from eagerflow.ops.nn import pool_ops as P
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.window_geometry import conv_geometry
+from eagerflow.ops.nn.window_geometry import conv_geometry
 
 RNG = np.random.default_rng(31)
 DTYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]

@@ -53,7 +53,8 @@ def test_run_blocks_threads_and_errors(threads):
     threads(3)
     seen = []
     cpu_threads.run_blocks(lambda lo, hi: seen.append((lo, hi)), 9, elements=1 << 20)
-    assert sorted(seen) == [(0, 3), (3, 6), (6, 9)]
+    assert [i for lo, hi in sorted(seen) for i in range(lo, hi)] == list(range(9))
+    assert len(seen) > 1
     seen.clear()
     cpu_threads.run_blocks(lambda lo, hi: seen.append((lo, hi)), 9, elements=10)
     assert seen == [(0, 9)]          # small work stays on the calling thread
@@ -64,6 +65,25 @@ def test_run_blocks_threads_and_errors(threads):
 
     with pytest.raises(ValueError, match="block"):
         cpu_threads.run_blocks(fail, 9, elements=1 << 20)
+
+
+def test_caller_takes_over_when_workers_do_not_run(threads, monkeypatch):
+    # Workers that never get a core (a loaded machine): the calling thread computes every
+    # chunk itself and returns; it waits only for chunks a worker has started.
+    class Stalled:
+        def submit(self, fn):
+            return None
+
+    threads(2)
+    monkeypatch.setattr(cpu_threads, "_executor", lambda workers: Stalled())
+    x = np.arange(200000.0)
+    out = np.empty_like(x)
+
+    def block(lo, hi):
+        np.multiply(x[lo:hi], 3.0, out=out[lo:hi])
+
+    cpu_threads.run_blocks(block, len(x), elements=len(x))
+    np.testing.assert_array_equal(out, x * 3.0)
 
 
 def _run_all(fn, counts=(1, 2, 3)):

@@ -38,6 +38,7 @@ import numpy as np
 
 from eagerflow import errors, nest
 from eagerflow import variables as variables_lib
+from eagerflow.backend import blas_threads
 from eagerflow.distribute import values as values_lib
 from eagerflow.distribute.communicator import LocalCommunicator
 from eagerflow.framework import context
@@ -554,6 +555,8 @@ class StrategyExtended:
                 % (len(self._communicators), len(self._devices)))
         self._threads = None
         self._run_lock = threading.Lock()
+        # Replicas on CPUs compute at once: they share the BLAS threads between them.
+        self._cpu_replicas = sum(d is not None and d.backend_index == 0 for d in self._devices)
 
     def _new_local_communicators(self):
         return LocalCommunicator.create_group(len(self._devices), self._timeout)
@@ -705,7 +708,8 @@ class StrategyExtended:
             body(0)
         elif self._run_lock.acquire(blocking=False):
             try:
-                self._run_on_threads(self._replica_threads(n), n, body, step, failures)
+                with blas_threads.share(self._cpu_replicas):
+                    self._run_on_threads(self._replica_threads(n), n, body, step, failures)
             finally:
                 self._run_lock.release()
         else:

@@ -1,6 +1,8 @@
 """MirroredStrategy training equals single-device training (custom loops and Keras fit),
 on 2 and 3 logical CPUs, eager and traced, float64 so the comparison is tight."""
 
+import contextlib
+
 import numpy as np
 
 from tests.distribute.cases import Cases
@@ -142,7 +144,7 @@ def test_fit_evaluate_predict_equal_one_device_with_global_logs():
             self.batches.append(dict(logs))
 
     def train(strategy, w0, eager):
-        with strategy.scope():
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
             model = _model(keras, w0)
             model.compile(keras.optimizers.Adam(0.01),
                           keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -154,10 +156,12 @@ def test_fit_evaluate_predict_equal_one_device_with_global_logs():
                 model.evaluate(X, Y, batch_size=8, verbose=0),
                 model.predict(X, batch_size=8, verbose=0))
 
-    one = ef.distribute.OneDeviceStrategy("/cpu:0")
-    with one.scope():
-        w0 = _model(keras).get_weights()
-    ref = train(one, w0, False)
+    w0 = _model(keras).get_weights()
+    ref = train(None, w0, False)  # no strategy at all: the plain one-device path
+    one = train(ef.distribute.OneDeviceStrategy("/cpu:1"), w0, False)
+    for w, r in zip(one[0].get_weights(), ref[0].get_weights()):
+        _close(w, r, "OneDeviceStrategy fit weights")
+    assert one[0].weights[0].device.endswith("CPU:1")
     for eager in (False, True):
         for strategy in _strategies():
             model, history, batches, ev, pred = train(strategy, w0, eager)
@@ -176,6 +180,7 @@ def test_fit_evaluate_predict_equal_one_device_with_global_logs():
             _close(pred, ref[4], what + " predict")
             assert isinstance(model.weights[0], ef.distribute.MirroredVariable)
             assert model.distribute_strategy is strategy
+            assert ref[0].distribute_strategy is None
 
 
 @run.case

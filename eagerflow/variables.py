@@ -25,7 +25,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.framework import context
-from eagerflow.tensor import Tensor, convert_to_tensor, wrap
+from eagerflow.tensor import Tensor, convert_to_tensor, numpy_text, wrap
 from eagerflow.tensor_shape import TensorShape
 
 _new = object.__new__
@@ -604,8 +604,7 @@ class Variable(metaclass=_VariableMeta):
 
     def __repr__(self):
         return "<tf.Variable '%s' shape=%s dtype=%s, numpy=%s>" % (
-            self._name, tuple(self._value.shape), self.dtype.name,
-            np.array2string(np.asarray(self.numpy()), separator=", ", threshold=100))
+            self._name, tuple(self._value.shape), self.dtype.name, numpy_text(self.numpy()))
 
     def __deepcopy__(self, memo):
         copy = Variable(wrap(self._value, self._device).numpy(), trainable=self._trainable,

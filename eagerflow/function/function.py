@@ -22,6 +22,8 @@ import inspect
 import logging
 import weakref
 
+import numpy as np
+
 from eagerflow import nest
 from eagerflow.framework import context
 from eagerflow.function import signature as sig
@@ -183,8 +185,17 @@ class Function:
                     "Retracing is expensive: pass tensors instead of Python values, use "
                     "input_signature with None dimensions, or reduce_retracing=True.",
                     self._name, self._trace_count + 1, reason)
-        concrete = trace_function(self._traced_callable(), arguments, trace_key, self._name,
-                                  allow_variables=self._trace_count == 0)
+        first = self._trace_count == 0
+        traced = self._traced_callable()
+        concrete = trace_function(traced, arguments, trace_key, self._name,
+                                  allow_variables=first)
+        if first and concrete._tracer.created_variables:
+            # As TF: a first trace that created variables is traced once more with creation
+            # refused, so a function that makes a new variable on every call fails now (with
+            # TF's ValueError) instead of silently reusing the first one; the singleton
+            # pattern (`if self.v is None: self.v = Variable(...)`) traces cleanly.
+            concrete = trace_function(traced, arguments, trace_key, self._name,
+                                      allow_variables=False)
         self._trace_count += 1
         self._concretes.append((trace_key, concrete))
         return concrete
@@ -258,6 +269,9 @@ def _spec_key(arguments):
     return tuple(p for p, _ in items), tuple(k for _, k in items)
 
 
+_RETURNED_AS_TENSORS = (bool, int, float, complex, np.ndarray, np.generic)
+
+
 def trace_function(python_function, arguments, key, name, allow_variables=True):
     """Traces ``python_function`` for the tensor specs in ``key``; returns a ConcreteFunction."""
     from eagerflow.tape import GradientTape
@@ -294,7 +308,10 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
             result = python_function(*symbolic_args.args, **symbolic_args.kwargs)
         output_map = []
         for leaf in nest.flatten(result, expand_composites=True):
-            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
+            # As TF, Python numbers and numpy values returned become tensors (outputs of Const
+            # nodes); None and other Python objects come back as they are.
+            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False) or isinstance(
+                    leaf, _RETURNED_AS_TENSORS):
                 t = tracer.to_symbolic(leaf)
                 graph.outputs.append((t._node, t._index))
                 output_map.append(("out", len(graph.outputs) - 1))

@@ -45,6 +45,7 @@ from eagerflow.tape import GradientTape, UnconnectedGradients  # noqa: E402,F401
 from eagerflow.variables import (  # noqa: E402,F401
     Variable, VariableAggregation, VariableSynchronization, variable_creator_scope,
 )
+from eagerflow.ops import variable_ops  # noqa: E402,F401  (the ops variables call)
 from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F401
 from eagerflow import function  # noqa: E402,F401  (the package; calling it traces)
 from eagerflow.function.control_flow import case, cond, switch_case, while_loop  # noqa

@@ -349,7 +349,18 @@ experimental = _Experimental()
 
 
 class _Threading:
-    """``config.threading``: recorded for compatibility (numpy/BLAS own their threads)."""
+    """``config.threading``: the intra-op count sets the threads eagerflow's CPU kernels
+    split large elementwise and window work over (``eagerflow.backend.cpu_threads``; 0,
+    the default, means every CPU, 1 turns the splitting off). BLAS keeps its own threads;
+    the inter-op count is recorded for compatibility (steps run in order).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.config.threading.set_intra_op_parallelism_threads(1)
+        >>> ef.config.threading.get_intra_op_parallelism_threads()
+        1
+        >>> ef.config.threading.set_intra_op_parallelism_threads(0)
+    """
 
     _inter = 0
     _intra = 0
@@ -361,7 +372,10 @@ class _Threading:
         return self._inter
 
     def set_intra_op_parallelism_threads(self, n):
+        from eagerflow.backend import cpu_threads
+
         self._intra = int(n)
+        cpu_threads.set_threads(self._intra)
 
     def get_intra_op_parallelism_threads(self):
         return self._intra

@@ -22,7 +22,9 @@ import inspect
 
 from eagerflow import errors, nest
 from eagerflow.framework import context
-from eagerflow.tape import GradientTape, _Entry, _is_float, stop_recording_all
+from eagerflow.tape import GradientTape, stop_recording_all
+from eagerflow.tape_entry import Entry as _Entry
+from eagerflow.tape_entry import is_float as _is_float
 from eagerflow.tensor import Tensor, wrap
 
 __all__ = ["custom_gradient", "recompute_grad"]

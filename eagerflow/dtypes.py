@@ -261,18 +261,18 @@ def from_numpy(np_dtype):
     return found
 
 
-# ``tf.dtypes`` also holds the cast functions. They are ops (a layer above this module), so
-# they resolve on first use.
-_CAST_FUNCTIONS = ("cast", "saturate_cast", "complex")
+# ``tf.dtypes`` also holds the cast functions. They are ops, a layer above this module, so
+# the op modules that define them register them here (register_function) when they load.
+_FUNCTIONS = {}
+
+
+def register_function(name, fn):
+    """Makes ``fn`` reachable as ``eagerflow.dtypes.<name>`` (``tf.dtypes.cast`` and kin)."""
+    _FUNCTIONS[name] = fn
 
 
 def __getattr__(name):
-    if name in _CAST_FUNCTIONS:
-        from eagerflow.ops.math import cast as cast_ops
-
-        if name == "complex":
-            from eagerflow.ops.math import complex_math
-
-            return complex_math.complex
-        return getattr(cast_ops, name)
+    fn = _FUNCTIONS.get(name)
+    if fn is not None:
+        return fn
     raise AttributeError("module 'eagerflow.dtypes' has no attribute %r" % name)

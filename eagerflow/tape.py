@@ -38,6 +38,8 @@ from eagerflow import tape_plan
 from eagerflow.framework import context
 from eagerflow.ops import dispatch
 from eagerflow.ops.vjp import apply_vjp
+from eagerflow.tape_entry import Entry as _Entry
+from eagerflow.tape_entry import is_float as _is_float
 from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["GradientTape", "UnconnectedGradients", "stop_recording_all"]
@@ -52,38 +54,6 @@ class UnconnectedGradients(enum.Enum):
 
     NONE = "none"
     ZERO = "zero"
-
-
-class _Entry:
-    """One recorded op: what its gradient rule needs, and the ids linking it to others."""
-
-    __slots__ = ("prim", "input_ids", "input_shapes", "input_float", "inputs", "out", "attrs",
-                 "output_ids", "output_meta", "backward")
-
-    def __init__(self, prim, input_ids, input_shapes, input_float, inputs, out, attrs,
-                 output_ids, output_meta, backward=None):
-        self.prim = prim
-        self.input_ids = input_ids
-        self.input_shapes = input_shapes
-        self.input_float = input_float
-        self.inputs = inputs
-        self.out = out
-        self.attrs = attrs
-        self.output_ids = output_ids
-        self.output_meta = output_meta  # (shape, DType, device) per output, for zero fills
-        self.backward = backward  # custom backward (custom_gradient), else None
-
-    @property
-    def name(self):
-        return self.prim.name if self.prim is not None else "CustomGradient"
-
-    @property
-    def differentiable(self):
-        return self.backward is not None or (self.prim is not None and self.prim.vjp is not None)
-
-
-def _is_float(dtype_np):
-    return dtype_np.kind in "fc" or dtype_np.name == "bfloat16"
 
 
 def _assign_id(t):
@@ -225,6 +195,20 @@ _seen_structures = {}
 # Set with the compiler: live entries with their structure key, and the compiled runners.
 _live_structure = None
 _replay_cache = {}
+
+
+def install_backward_replay(compile_backward, live_structure, cache):
+    """Plugs in the compiled backward replay (eagerflow.function.backward_replay).
+
+    Args:
+        compile_backward: ``(live, targets, source_ids, wanted, key, seeded) -> runner``.
+        live_structure: ``(entries, wanted, source_ids, ...) -> (live, key)``.
+        cache: The dict of compiled runners by structure key.
+    """
+    global _backward_compiler, _live_structure, _replay_cache
+    _backward_compiler = compile_backward
+    _live_structure = live_structure
+    _replay_cache = cache
 
 
 def _replay_runner(key, live, targets, source_ids, wanted, seeds):

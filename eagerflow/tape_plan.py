@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.framework import context
+from eagerflow.tape_entry import Entry
 from eagerflow.tensor import Tensor
 
 __all__ = ["Plan", "make_plan", "start", "follow", "materialize", "run"]
@@ -214,8 +215,6 @@ def abandon(tape):
 
 def materialize(tape):
     """Turns the steps a tape followed into ordinary entries; the tape stops following."""
-    from eagerflow.tape import _Entry
-
     plan = tape._plan
     tape._plan = False
     if not plan or not tape._pos:
@@ -224,7 +223,7 @@ def materialize(tape):
     saved = iter(tape._saved)
     entries = []
     for s in plan.steps[:tape._pos]:
-        e = _new(_Entry)
+        e = _new(Entry)
         e.prim = s.prim
         e.attrs = s.attrs
         e.input_ids = tuple([tids[w] if w >= 0 else 0 for w in s.wiring])

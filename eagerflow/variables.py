@@ -218,13 +218,9 @@ class Variable(metaclass=_VariableMeta):
             value = convert_to_tensor(initial_value, dtype=dtype) if not isinstance(
                 initial_value, Tensor) else initial_value
         if dtype is not None and value.dtype is not dtypes_lib.as_dtype(dtype):
-            from eagerflow.ops.math.cast import cast
-
-            value = cast(value, dtype)
+            value = _ops.cast(value, dtype)
         if value._device is not device:
-            from eagerflow.ops.dispatch import copy_to_device
-
-            value = copy_to_device(value, device)
+            value = _ops.copy_to_device(value, device)
         self._device = device
         self._value = value._value
         self._lock = threading.Lock()  # held by every read-modify-write (module docstring)
@@ -340,9 +336,7 @@ class Variable(metaclass=_VariableMeta):
                 raise errors.InvalidArgumentError(None, op, "%s on %s: %s" % (
                     op, self._name, exc)) from None
         if t._device is not self._device:
-            from eagerflow.ops.dispatch import copy_to_device
-
-            t = copy_to_device(t, self._device)
+            t = _ops.copy_to_device(t, self._device)
         return t
 
     def _check_shape(self, shape, op):
@@ -418,9 +412,7 @@ class Variable(metaclass=_VariableMeta):
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError("%s takes an IndexedSlices, got %r" % (op, type(sparse_delta)))
         if _state.trace is not None:
-            from eagerflow.ops.array.reshape_ops import expand_dims
-
-            return self._traced_scatter(expand_dims(sparse_delta.indices, -1),
+            return self._traced_scatter(_ops.expand_dims(sparse_delta.indices, -1),
                                         sparse_delta.values, mode, op)
         indices = sparse_delta.indices._value
         values = self._new_value(sparse_delta.values, op)._value
@@ -466,13 +458,7 @@ class Variable(metaclass=_VariableMeta):
 
     def _traced_scatter(self, nd_indices, updates, mode, op):
         """Inside a trace: the new value is a tensor_scatter_nd_* of the read, assigned."""
-        from eagerflow.ops.indexing import index_nd_ops
-
-        fns = {"update": index_nd_ops.tensor_scatter_nd_update,
-               "add": index_nd_ops.tensor_scatter_nd_add,
-               "sub": index_nd_ops.tensor_scatter_nd_sub,
-               "max": index_nd_ops.tensor_scatter_nd_max,
-               "min": index_nd_ops.tensor_scatter_nd_min}
+        fns = _ops.tensor_scatter_nd
         if mode not in fns:
             raise errors.UnimplementedError(
                 None, op, "%s on %s is not supported inside a @function; compute the new "
@@ -537,30 +523,23 @@ class Variable(metaclass=_VariableMeta):
         indices = sparse_delta.indices
         if indices.shape.rank is None or indices.shape.rank <= 1:
             return self.scatter_update(sparse_delta, use_locking, name)
-        from eagerflow.ops.math.cast import cast
-        from eagerflow.ops.array.join_ops import stack
-
         shape = indices.shape.as_list()
         if None in shape:
             raise errors.InvalidArgumentError(
                 None, "batch_scatter_update", "batch_scatter_update on %s needs indices of "
                 "a static shape, got %s." % (self._name, indices.shape))
         grid = np.indices(shape)[:-1]  # the batch coordinates of every index
-        coords = [cast(convert_to_tensor(g), indices.dtype) for g in grid]
-        nd = stack(coords + [indices], axis=-1)
+        coords = [_ops.cast(convert_to_tensor(g), indices.dtype) for g in grid]
+        nd = _ops.stack(coords + [indices], axis=-1)
         return self._scatter_nd(nd, sparse_delta.values, "update", "ResourceScatterNdUpdate")
 
     def sparse_read(self, indices, name=None):
         """Gathers rows ``indices`` of the variable's value (``gather(v, indices)``)."""
-        from eagerflow.ops.indexing.gather_ops import gather
-
-        return gather(self.read_value(), indices)
+        return _ops.gather(self.read_value(), indices)
 
     def gather_nd(self, indices, name=None):
         """``gather_nd`` of the variable's value."""
-        from eagerflow.ops.indexing.index_nd_ops import gather_nd
-
-        return gather_nd(self.read_value(), indices)
+        return _ops.gather_nd(self.read_value(), indices)
 
     # In-place operators would rebind the name to a new tensor and silently leave the
     # variable unchanged; TF refuses them, and so do we.
@@ -643,11 +622,24 @@ def _plain_device(device):
         context.pop_device_scope(token)
 
 
-def _install_operators():
-    from eagerflow.ops import operators
+class _Ops:
+    """The op-library functions a variable's methods call.
 
-    operators.install(Variable)
-    Variable.__hash__ = lambda self: id(self)
+    Variables sit below the op library (every op reads variables), so this module cannot
+    import it; :mod:`eagerflow.ops.variable_ops` hands the functions down through
+    :func:`install_ops` when the op library loads.
+    """
+
+    cast = copy_to_device = expand_dims = stack = gather = gather_nd = None
+    tensor_scatter_nd = None  # {"update" | "add" | "sub" | "max" | "min": function}
 
 
-_install_operators()
+_ops = _Ops()
+
+
+def install_ops(**functions):
+    """Sets the op-library functions variables call (see :class:`_Ops`)."""
+    for name, fn in functions.items():
+        if not hasattr(_Ops, name):
+            raise TypeError("install_ops: variables call no op named %r" % name)
+        setattr(_ops, name, fn)

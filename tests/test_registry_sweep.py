@@ -55,7 +55,8 @@ def _compare(prim, got, expected, dtype_name):
         prim.name, got_np.shape, exp_np.shape)
     assert got_np.dtype == exp_np.dtype, "%s: dtype %s != reference %s" % (
         prim.name, got_np.dtype, exp_np.dtype)
-    if exp_np.dtype.kind in "fc":
+    # bfloat16 (an ml_dtypes type) has dtype kind "V"; it is compared as a float.
+    if exp_np.dtype.kind in "fc" or exp_np.dtype.name == "bfloat16":
         rtol, atol = prim.tolerance.get(dtype_name, TOLERANCE.get(exp_np.dtype.name,
                                                                   (1e-5, 1e-6)))
         np.testing.assert_allclose(got_np.astype(np.complex128 if exp_np.dtype.kind == "c"

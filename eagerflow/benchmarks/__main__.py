@@ -1,4 +1,6 @@
-"""Runs every benchmark workload and prints times and ratios to the numpy floor.
+"""Runs every benchmark workload and prints times and ratios to the numpy floor, to
+TensorFlow and torch (when installed, timed in the same interleaved run) and, for workloads
+that declare their matrix-product FLOPs, to the FLOP floor at the sgemm rate measured first.
 
 The GPU workloads (names starting with ``gpu``) follow in a table of their own, with ratios
 to raw cupy and to torch on CUDA, when cupy sees a GPU; otherwise one line says why they
@@ -13,7 +15,11 @@ import argparse
 import sys
 
 from eagerflow.benchmarks.timing import import_time, time_interleaved
-from eagerflow.benchmarks.workloads import WORKLOADS
+from eagerflow.benchmarks.training_workloads import WORKLOADS as TRAINING
+from eagerflow.benchmarks.training_workloads import sgemm_gflops
+from eagerflow.benchmarks.workloads import WORKLOADS as BASIC
+
+WORKLOADS = BASIC + TRAINING
 
 COLUMNS = ("eagerflow", "numpy", "eagerflow eager", "torch", "tensorflow")
 
@@ -26,6 +32,10 @@ def _fmt(us):
     return "%.2f us" % us
 
 
+def _ratio(t, base):
+    return "%.2fx" % (t / base) if t and base else "-"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagerflow.benchmarks")
     parser.add_argument("--filter", default="", help="run workloads whose name contains this")
@@ -33,6 +43,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     min_time = 0.05 if args.quick else 0.3
 
+    gflops = sgemm_gflops()
+    print("sgemm 1024x1024 float32: %.0f GFLOP/s (the FLOP floors below use this rate)"
+          % gflops)
     rows = []
     for workload in WORKLOADS:
         if args.filter and args.filter not in workload.name:
@@ -42,19 +55,21 @@ def main(argv=None):
         rows.append((workload, times))
 
     # "ef eager": the same Python run eagerly, for workloads that time a @function.
-    header = "%-46s %12s %12s %9s %12s %12s %12s  %s" % (
+    header = "%-46s %11s %11s %8s %11s %11s %11s %8s %8s %10s %8s  %s" % (
         "workload", "eagerflow", "numpy floor", "ef/numpy", "ef eager", "torch", "tensorflow",
-        "note")
+        "ef/torch", "ef/tf", "FLOP floor", "ef/floor", "note")
     if rows:
         print(header)
         print("-" * len(header))
     for workload, times in rows:
-        base = times.get("numpy")
-        ratio = times["eagerflow"] / base if base else float("nan")
-        print("%-46s %12s %12s %8.2fx %12s %12s %12s  %s" % (
-            workload.name, _fmt(times.get("eagerflow")), _fmt(base), ratio,
-            _fmt(times.get("eagerflow eager")), _fmt(times.get("torch")),
-            _fmt(times.get("tensorflow")), workload.note))
+        ef_t = times["eagerflow"]
+        floor = workload.flops / (gflops * 1e3) if workload.flops else None   # microseconds
+        print("%-46s %11s %11s %8s %11s %11s %11s %8s %8s %10s %8s  %s" % (
+            workload.name, _fmt(ef_t), _fmt(times.get("numpy")),
+            _ratio(ef_t, times.get("numpy")), _fmt(times.get("eagerflow eager")),
+            _fmt(times.get("torch")), _fmt(times.get("tensorflow")),
+            _ratio(ef_t, times.get("torch")), _ratio(ef_t, times.get("tensorflow")),
+            _fmt(floor), _ratio(ef_t, floor), workload.note))
 
     _run_gpu(args.filter, min_time)
     _run_distribute(args.filter, args.quick)
@@ -65,7 +80,7 @@ def main(argv=None):
         ef_t = import_time("eagerflow")
         extra = {m: import_time(m) for m in ("torch", "tensorflow")
                  if __import__("importlib.util").util.find_spec(m) is not None}
-        print("%-46s %12s %12s %8.2fx %12s %12s %12s  %s" % (
+        print("%-46s %11s %11s %7.2fx %11s %11s %11s  %s" % (
             "import time (fresh interpreter)", "%.3f s" % ef_t, "%.3f s" % np_t, ef_t / np_t, "-",
             "%.3f s" % extra["torch"] if extra.get("torch") else "-",
             "%.3f s" % extra["tensorflow"] if extra.get("tensorflow") else "-",

@@ -121,7 +121,7 @@ NOTES = {
 
 
 def _fmt(us):
-    return "%.2f ms" % (us / 1000) if us >= 1000 else "%.1f us" % us
+    return "%.2f ms" % (us / 1000) if abs(us) >= 1000 else "%.1f us" % us
 
 
 def main(argv=None):

@@ -15,11 +15,13 @@ def _available(name):
 class Workload:
     """A named workload: ``setup()`` returns {"eagerflow": fn, "numpy": fn, ...}."""
 
-    def __init__(self, name, setup, unit="us", note=""):
+    def __init__(self, name, setup, unit="us", note="", flops=None):
         self.name = name
         self.setup = setup
         self.unit = unit
         self.note = note
+        # Matrix-product FLOPs of one call: the floor is this count at the sgemm rate.
+        self.flops = flops
 
 
 def _torch():
@@ -276,6 +278,13 @@ _MLP_SIZES = (784, 512, 512, 10)
 _ADAM = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7}
 
 
+def mlp_flops(batch):
+    """Matrix-product FLOPs of one MLP training step: forward, weight gradients and input
+    gradients (all layers but the first, whose input is data)."""
+    per_sample = sum(a * b for a, b in zip(_MLP_SIZES[:-1], _MLP_SIZES[1:]))
+    return 2 * batch * (3 * per_sample - _MLP_SIZES[0] * _MLP_SIZES[1])
+
+
 def _mlp_arrays(batch=128):
     rng = np.random.default_rng(0)
     params = []
@@ -413,6 +422,11 @@ def function_mlp_adam_step():
     torch = _torch()
     if torch is not None:
         fns["torch"] = _mlp_torch_step(torch)
+    tf = _tf()
+    if tf is not None:
+        from eagerflow.benchmarks.training_workloads import mlp_tf_step
+
+        fns["tensorflow"] = mlp_tf_step(tf, 128)
     return fns
 
 
@@ -451,7 +465,7 @@ WORKLOADS += [
     Workload("@function 50 nonlinear elementwise f32[16]", function_elementwise_chain,
              note="target: traced >= 3x faster than eager"),
     Workload("@function MLP 784-512-512-10 Adam b128", function_mlp_adam_step,
-             note="target <= 1.15x numpy floor"),
+             note="target <= 1.15x numpy floor", flops=mlp_flops(128)),
     Workload("@function MLP Adam step: trace time", function_mlp_trace_time,
              note="target < 0.2 s"),
     Workload("@function one-op steady call f32[16]", function_one_op_call,
@@ -545,7 +559,8 @@ def keras_fit_mlp_epoch():
 
 WORKLOADS += [
     Workload("keras fit MLP 784-512-512-10, 8192 samples b128", keras_fit_mlp_epoch,
-             unit="epoch", note="1 epoch; target >= 0.8x numpy throughput (<= 1.25x time)"),
+             unit="epoch", note="1 epoch; target >= 0.8x numpy throughput (<= 1.25x time)",
+             flops=mlp_flops(_FIT_SAMPLES)),
 ]
 
 

@@ -32,11 +32,13 @@ import contextlib
 import enum
 import queue
 import threading
+import time
 
 import numpy as np
 
 from eagerflow import errors, nest
 from eagerflow import variables as variables_lib
+from eagerflow.backend import blas_threads
 from eagerflow.distribute import values as values_lib
 from eagerflow.distribute.communicator import LocalCommunicator
 from eagerflow.framework import context
@@ -480,7 +482,8 @@ def _dense_tensor(value):
 class _Step:
     """The shared state of one ``run``: the merge-call group and the trace lock."""
 
-    __slots__ = ("group", "merges", "lock", "traced", "instances", "instance_base")
+    __slots__ = ("group", "merges", "lock", "traced", "instances", "instance_base",
+                 "failed_at")
 
     def __init__(self, n, timeout, traced):
         from eagerflow.distribute.communicator import LocalGroup
@@ -489,6 +492,7 @@ class _Step:
         self.merges = [0] * n
         self.instances = [0] * n  # collectives traced so far, per local replica
         self.instance_base = None
+        self.failed_at = None
         self.traced = traced
         # While tracing, the replicas share one graph builder: one runs at a time, handing
         # over at merge calls (TF's MirroredStrategy does the same).
@@ -550,6 +554,9 @@ class StrategyExtended:
                 None, None, "%d communicators for %d local replicas: pass one per replica."
                 % (len(self._communicators), len(self._devices)))
         self._threads = None
+        self._run_lock = threading.Lock()
+        # Replicas on CPUs compute at once: they share the BLAS threads between them.
+        self._cpu_replicas = sum(d is not None and d.backend_index == 0 for d in self._devices)
 
     def _new_local_communicators(self):
         return LocalCommunicator.create_group(len(self._devices), self._timeout)
@@ -699,17 +706,47 @@ class StrategyExtended:
 
         if n == 1:
             body(0)
+        elif self._run_lock.acquire(blocking=False):
+            try:
+                with blas_threads.share(self._cpu_replicas):
+                    self._run_on_threads(self._replica_threads(n), n, body, step, failures)
+            finally:
+                self._run_lock.release()
         else:
-            threads = self._replica_threads(n)
-            for k in range(1, n):
-                threads.submit(k, lambda k=k: body(k))
-            body(0)
-            for _ in range(1, n):
-                threads.done.get()
+            # Another thread is running a step of this strategy: threads of our own.
+            threads = _ReplicaThreads(n)
+            try:
+                self._run_on_threads(threads, n, body, step, failures)
+            finally:
+                threads.close()
         if any(f is not None for f in failures):
             self._after_failure()
             raise _root_cause(failures)
         return values_lib.regroup(results)
+
+    def _run_on_threads(self, threads, n, body, step, failures):
+        for k in range(1, n):
+            threads.submit(k, lambda k=k: body(k))
+        body(0)
+        pending = n - 1
+        while pending:
+            try:
+                threads.done.get(timeout=0.25)
+                pending -= 1
+            except queue.Empty:
+                # A replica stuck outside any collective (an endless loop in user code)
+                # must not hang the caller once the step has failed: give it the
+                # strategy's timeout, then report the failure and retire its thread.
+                if step.failed_at is not None and \
+                        time.monotonic() - step.failed_at > self._timeout:
+                    if threads is self._threads:
+                        self._threads = None
+                    threads.close()
+                    stuck = [k for k in range(n) if failures[k] is None]
+                    failures.append(errors.DeadlineExceededError(
+                        None, "run", "Replica(s) %s did not finish within %gs of the step "
+                        "failing; they are left running." % (stuck, self._timeout)))
+                    return
 
     def _replica_threads(self, n):
         if self._threads is None:
@@ -717,6 +754,8 @@ class StrategyExtended:
         return self._threads
 
     def _abort_step(self, step, exc):
+        if step.failed_at is None:
+            step.failed_at = time.monotonic()
         if step.group is not None:
             step.group.abort(exc)
         for c in self._communicators:

@@ -26,9 +26,8 @@ def _install_backward_replay():
     from eagerflow import tape
     from eagerflow.function import backward_replay
 
-    tape._backward_compiler = backward_replay.compile_backward
-    tape._live_structure = backward_replay.live_structure
-    tape._replay_cache = backward_replay._CACHE
+    tape.install_backward_replay(backward_replay.compile_backward,
+                                 backward_replay.live_structure, backward_replay._CACHE)
 
 
 _install_backward_replay()

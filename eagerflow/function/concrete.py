@@ -216,54 +216,26 @@ class ConcreteFunction:
         return False
 
     def _interpret(self, flat_tensors):
-        """Runs the traced graph op by op through dispatch: its flat outputs, or None.
+        """Runs the traced graph op by op through dispatch (:mod:`replay`): its flat outputs,
+        or None when the graph holds a node that cannot replay (control flow).
 
         Every recording tape then records each primitive, exactly as for the eager Python,
-        so nested tapes get gradients of gradients through the call. Only graphs of
-        primitives, constants and variable reads/updates are interpreted (control flow and
-        prints keep the compiled path).
+        so nested tapes get gradients of gradients through the call.
         """
-        from eagerflow.ops.dispatch import execute
+        from eagerflow.function import replay
 
-        graph = self.graph
-        variables = graph.variables
         # Only the forward nodes: another thread may be tracing the gradient, which appends
         # backward nodes to the graph for a while.
-        nodes = graph.nodes[:self._forward_count]
-        for node in nodes:
-            if node.prim is None and node.op not in _INTERPRETED_BUILTINS:
-                return None
-        values = {}
-        for node, t in zip(graph.inputs, flat_tensors):
-            values[(node.id, 0)] = t
-        for node, captured in graph.captures:
-            values[(node.id, 0)] = captured
-        for node in nodes:
-            op = node.op
-            if op == "Placeholder":
-                continue
-            if op == "Const":
-                out = wrap(node.value, context.CPU0)
-            elif op == "ReadVariableOp":
-                out = variables[node.attrs["variable"]].read_value()
-            elif op in _ASSIGNS:
-                variable = variables[node.attrs["variable"]]
-                getattr(variable, _ASSIGNS[op])(values[(node.inputs[0][0].id,
-                                                        node.inputs[0][1])])
-                continue
-            else:
-                args = tuple(values[(src.id, i)] for src, i in node.inputs)
-                out = execute(node.prim, args, dict(node.attrs))
-            if isinstance(out, tuple):
-                for i, o in enumerate(out):
-                    values[(node.id, i)] = o
-            else:
-                values[(node.id, 0)] = out
-        return [values[(node.id, i)] for node, i in graph.outputs]
+        nodes = self.graph.nodes[:self._forward_count]
+        if not replay.can_replay(nodes):
+            return None
+        return replay.replay(self.graph, flat_tensors, nodes)
 
     def _call_recorded(self, flat_tensors, nested):
         from eagerflow.function import gradient_split
-        from eagerflow.tape import _append_entry, _assign_id, _Entry, _is_float
+        from eagerflow.tape import _append_entry, _assign_id
+        from eagerflow.tape_entry import Entry as _Entry
+        from eagerflow.tape_entry import is_float as _is_float
 
         if nested:  # under nested tapes every primitive is recorded (see _interpret)
             result = self._interpret(flat_tensors)
@@ -318,10 +290,6 @@ class ConcreteFunction:
         return outputs
 
 
-_ASSIGNS = {"AssignVariableOp": "assign", "AssignAddVariableOp": "assign_add",
-            "AssignSubVariableOp": "assign_sub"}
-_INTERPRETED_BUILTINS = frozenset(("Placeholder", "Const", "ReadVariableOp")) | frozenset(
-    _ASSIGNS)
 
 
 def _make_packer(structure, output_map):

@@ -55,7 +55,8 @@ def _is_float(t):
 # -- recording ---------------------------------------------------------------------------------
 def record(kind, inputs, outputs, backward):
     """Records one control-flow node on every recording tape that watches an input."""
-    from eagerflow.tape import _append_entry, _assign_id, _Entry
+    from eagerflow.tape import _append_entry, _assign_id
+    from eagerflow.tape_entry import Entry as _Entry
 
     tapes = [t for t in _state.tapes if t._recording and any(
         x._tid and x._tid in t._ids for x in inputs)]

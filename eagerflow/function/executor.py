@@ -28,6 +28,12 @@ __all__ = ["Executor"]
 observer = None
 
 
+def set_observer(fn):
+    """Installs (or with None removes) the executor observer."""
+    global observer
+    observer = fn
+
+
 def _node_device(node):
     """The local Device a node's kernel runs on (its requested device, else CPU:0)."""
     if not node.device:
@@ -236,21 +242,33 @@ class Executor:
             return observer(self, args, captures)
         return self._run(args, captures)
 
-    def run_interpreted(self, args, captures):
-        """The same as ``run``, one step at a time (for debugging the generated code)."""
+    def run_steps(self, args, captures, on_step=None):
+        """Runs the schedule one step at a time: the same steps, slots and error path as the
+        generated code, without it (the profiler times each step through ``on_step``).
+
+        Args:
+            args: The argument arrays.
+            captures: The capture arrays.
+            on_step: None, or ``on_step(node, inputs, call)``: must return ``call()``, the
+                step's result (it may time it).
+        """
         vals = self._template.copy()
         for slot, value in zip(self.input_slots, args):
             vals[slot] = value
         for slot, value in zip(self.capture_slots, captures):
             vals[slot] = value
         for fn, ins, outs, attrs, frees, node, kind in self.steps:
+            inputs = [vals[i] for i in ins]
             try:
-                if attrs:
-                    result = fn(*[vals[i] for i in ins], **attrs)
+                if on_step is None:
+                    result = fn(*inputs, **attrs) if attrs else fn(*inputs)
                 else:
-                    result = fn(*[vals[i] for i in ins])
+                    result = on_step(node, inputs, lambda fn=fn, inputs=inputs, attrs=attrs:
+                                     fn(*inputs, **attrs) if attrs else fn(*inputs))
             except Exception as exc:  # noqa: BLE001 - translated with the node's origin
-                raise _node_error(node, [vals[i] for i in ins], exc) from None
+                if isinstance(exc, errors.OpError) and getattr(exc, "_graph_node_named", False):
+                    raise
+                raise _node_error(node, inputs, exc) from None
             if kind == 1:
                 vals[outs] = result
             elif kind:
@@ -260,7 +278,6 @@ class Executor:
                 for slot in frees:
                     vals[slot] = None
         return [vals[s] for s in self.output_slots]
-
 
 def _label(name):
     """A graph or node name as a readable code-object filename (never code itself)."""

@@ -33,6 +33,7 @@ import queue
 import threading
 import weakref
 
+from eagerflow.backend import blas_threads
 from eagerflow.framework import context
 from eagerflow.function import executor as executor_lib
 from eagerflow.function import partition as partition_lib
@@ -139,6 +140,9 @@ class MultiDeviceExecutor:
             for node, _ in graph.outputs]
         self._threads = None
         self._threads_lock = threading.Lock()
+        # Partitions on CPUs compute at once: they share the BLAS threads between them.
+        self._cpu_partitions = sum(p.device.backend_index == 0
+                                   for p in self.partitioned.partitions)
 
     @property
     def devices(self):
@@ -171,6 +175,13 @@ class MultiDeviceExecutor:
             finally:
                 _frame.rendezvous, _frame.step_id, _frame.deadline = saved
 
+        with blas_threads.share(self._cpu_partitions):
+            self._run_partitions(work, parts)
+        if any(f is not None for f in failures):
+            raise _first_cause(failures)
+        return [results[k][i] for k, i in self.partitioned.outputs]
+
+    def _run_partitions(self, work, parts):
         if self._threads_lock.acquire(blocking=False):
             # The usual case: this executor's own device threads, started once (starting
             # threads per call cost about 70 us a thread).
@@ -194,9 +205,6 @@ class MultiDeviceExecutor:
             work(0)
             for thread in threads:
                 thread.join()
-        if any(f is not None for f in failures):
-            raise _first_cause(failures)
-        return [results[k][i] for k, i in self.partitioned.outputs]
 
 
 class _DeviceThreads:

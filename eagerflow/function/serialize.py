@@ -43,6 +43,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors, nest
 from eagerflow.framework import context
+from eagerflow.function import replay
 from eagerflow.function.graph import BUILTIN_OPS, Graph, Node
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
@@ -1155,7 +1156,7 @@ class LoadedFunction:
                     None, self.name, "%s: argument %s is %s%s, expected %r." % (
                         self.name, node.name, t.dtype.name, list(t.shape), aval))
         if state.trace is not None or (state.tapes and self._replayable and self._taped(flat)):
-            outputs = _replay(self.graph, flat)
+            outputs = replay.replay(self.graph, flat)
         else:
             executor = self.executor
             arrays = executor.run([t._value for t in flat],
@@ -1172,8 +1173,7 @@ class LoadedFunction:
         sees the call as one op without a gradient."""
         found = self.__dict__.get("_can_replay")
         if found is None:
-            found = self._can_replay = all(
-                n.prim is not None or n.op in _REPLAYED for n in self.graph.nodes)
+            found = self._can_replay = replay.can_replay(self.graph.nodes)
         return found
 
     def _taped(self, flat):
@@ -1187,54 +1187,6 @@ class LoadedFunction:
                 if (tape._watch_accessed_variables and v.trainable) or v._tid in tape._ids:
                     return True
         return False
-
-
-_REPLAYED = frozenset(("Placeholder", "Const", "Print") + tuple(_VARIABLE_OPS))
-
-
-def _replay(graph, args):
-    """Runs ``graph`` node by node through the op dispatch (traced or taped like eager)."""
-    from eagerflow.ops.dispatch import execute
-    from eagerflow.ops.print_ops import print_template
-
-    values = {}
-    for node, t in zip(graph.inputs, args):
-        values[(node.id, 0)] = t
-    for node, captured in graph.captures:
-        values[(node.id, 0)] = captured
-    variables = graph.variables
-    for node in graph.nodes:
-        op = node.op
-        ins = [values[(src.id, i)] for src, i in node.inputs]
-        if node.prim is not None:
-            out = execute(node.prim, tuple(ins), node.attrs)
-            outs = (out,) if node.prim.single else out
-        elif op == "Placeholder":
-            continue
-        elif op == "Const":
-            outs = (convert_to_tensor(node.value),)
-        elif op == "ReadVariableOp":
-            outs = (variables[node.attrs["variable"]].read_value(),)
-        elif op in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
-            var = variables[node.attrs["variable"]]
-            method = {"AssignVariableOp": var.assign, "AssignAddVariableOp": var.assign_add,
-                      "AssignSubVariableOp": var.assign_sub}[op]
-            method(ins[0], read_value=False)
-            outs = ()
-        elif op == "Print":
-            print_template(tuple(node.attrs["template"]), list(ins),
-                           node.attrs.get("output_stream", "stderr"),
-                           node.attrs.get("summarize", 3), node.attrs.get("sep", " "),
-                           node.attrs.get("end", "\n"))
-            outs = ()
-        else:
-            raise errors.UnimplementedError(
-                None, op, "A loaded function with a %s node (%s) runs only eagerly without a "
-                "tape: it cannot be inlined into a trace or differentiated yet." % (
-                    op, node.name))
-        for i, t in enumerate(outs):
-            values[(node.id, i)] = t
-    return [values[(node.id, i)] for node, i in graph.outputs]
 
 
 def load_function(data, variable_values=None, capture_values=None, clear_devices=False):

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import eagerflow as ef
-from eagerflow.errors import short_repr
+from eagerflow.keras.lookup import ObjectTable
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "get", "serialize",
            "deserialize"]
@@ -166,6 +166,7 @@ class UnitNorm(Constraint):
 _CLASSES = {c.__name__: c for c in (Constraint, MaxNorm, MinMaxNorm, NonNeg, UnitNorm)}
 _ALIASES = {"max_norm": MaxNorm, "maxnorm": MaxNorm, "min_max_norm": MinMaxNorm,
             "non_neg": NonNeg, "nonneg": NonNeg, "unit_norm": UnitNorm, "unitnorm": UnitNorm}
+_TABLE = ObjectTable("constraint", {**_CLASSES, **_ALIASES}, known=_ALIASES)
 max_norm, min_max_norm, non_neg, unit_norm = MaxNorm, MinMaxNorm, NonNeg, UnitNorm
 
 
@@ -193,14 +194,7 @@ def deserialize(config, custom_objects=None):
         >>> deserialize({"class_name": "MaxNorm", "config": {"max_value": 3}}).max_value
         3
     """
-    if isinstance(config, str):
-        return get(config, custom_objects)
-    name = config.get("class_name")
-    cls = (custom_objects or {}).get(name) or _CLASSES.get(name) or _ALIASES.get(name)
-    if cls is None:
-        raise ValueError("Unknown constraint: %r. Pass custom constraints through "
-                         "custom_objects." % (name,))
-    return cls.from_config(config.get("config", {}))
+    return _TABLE.deserialize(config, custom_objects)
 
 
 def get(identifier, custom_objects=None):
@@ -214,18 +208,4 @@ def get(identifier, custom_objects=None):
         >>> type(get("non_neg")).__name__
         'NonNeg'
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier, custom_objects)
-    if isinstance(identifier, str):
-        cls = ((custom_objects or {}).get(identifier) or _ALIASES.get(identifier)
-               or _CLASSES.get(identifier))
-        if cls is None:
-            raise ValueError("Could not interpret constraint identifier: %r. Known names: %s."
-                             % (identifier, ", ".join(sorted(_ALIASES))))
-        return cls() if isinstance(cls, type) else cls
-    if callable(identifier):
-        return identifier
-    raise ValueError("Could not interpret constraint identifier: %s."
-                     % (short_repr(identifier),))
+    return _TABLE.get(identifier, custom_objects)

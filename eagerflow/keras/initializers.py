@@ -23,8 +23,8 @@ import math
 import numpy as np
 
 import eagerflow as ef
-from eagerflow.errors import short_repr
 from eagerflow import dtypes as dtypes_lib
+from eagerflow.keras.lookup import ObjectTable
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal",
@@ -528,6 +528,7 @@ _ALIASES = {
     "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform, "orthogonal": Orthogonal,
     "identity": Identity,
 }
+_TABLE = ObjectTable("initializer", {**_CLASSES, **_ALIASES}, known=_ALIASES)
 # Aliases tf.keras exports as classes.
 zeros, ones, constant = Zeros, Ones, Constant
 random_normal, random_uniform, truncated_normal = RandomNormal, RandomUniform, TruncatedNormal
@@ -562,14 +563,7 @@ def deserialize(config, custom_objects=None):
         >>> type(deserialize({"class_name": "Ones", "config": {}})).__name__
         'Ones'
     """
-    if isinstance(config, str):
-        return get(config, custom_objects)
-    name = config.get("class_name")
-    cls = (custom_objects or {}).get(name) or _CLASSES.get(name) or _ALIASES.get(name)
-    if cls is None:
-        raise ValueError("Unknown initializer: %r. Pass custom initializers through "
-                         "custom_objects." % (name,))
-    return cls.from_config(config.get("config", {}))
+    return _TABLE.deserialize(config, custom_objects)
 
 
 def get(identifier, custom_objects=None):
@@ -591,20 +585,4 @@ def get(identifier, custom_objects=None):
         >>> type(get("he_normal")).__name__
         'HeNormal'
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier, custom_objects)
-    if isinstance(identifier, str):
-        cls = ((custom_objects or {}).get(identifier) or _ALIASES.get(identifier)
-               or _CLASSES.get(identifier))
-        if cls is None:
-            raise ValueError("Could not interpret initializer identifier: %r. Known names: %s."
-                             % (identifier, ", ".join(sorted(_ALIASES))))
-        return cls() if isinstance(cls, type) else cls
-    if isinstance(identifier, type) and issubclass(identifier, Initializer):
-        return identifier()
-    if callable(identifier):
-        return identifier
-    raise ValueError("Could not interpret initializer identifier: %s."
-                     % (short_repr(identifier),))
+    return _TABLE.get(identifier, custom_objects)

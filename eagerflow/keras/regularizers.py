@@ -21,7 +21,7 @@ from __future__ import annotations
 import numbers
 
 import eagerflow as ef
-from eagerflow.errors import short_repr
+from eagerflow.keras.lookup import ObjectTable
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "OrthogonalRegularizer", "l1", "l2", "l1_l2",
            "orthogonal_regularizer", "get", "serialize", "deserialize"]
@@ -219,6 +219,7 @@ orthogonal_regularizer = OrthogonalRegularizer
 _CLASSES = {c.__name__: c for c in (Regularizer, L1, L2, L1L2, OrthogonalRegularizer)}
 _ALIASES = {"l1": L1, "l2": L2, "l1_l2": L1L2, "l1l2": L1L2,
             "orthogonal_regularizer": OrthogonalRegularizer}
+_TABLE = ObjectTable("regularizer", {**_CLASSES, **_ALIASES}, known=_ALIASES)
 
 
 def serialize(regularizer):
@@ -245,14 +246,7 @@ def deserialize(config, custom_objects=None):
         >>> deserialize({"class_name": "L1", "config": {"l1": 0.2}}).l1
         0.2
     """
-    if isinstance(config, str):
-        return get(config, custom_objects)
-    name = config.get("class_name")
-    cls = (custom_objects or {}).get(name) or _CLASSES.get(name) or _ALIASES.get(name)
-    if cls is None:
-        raise ValueError("Unknown regularizer: %r. Pass custom regularizers through "
-                         "custom_objects." % (name,))
-    return cls.from_config(config.get("config", {}))
+    return _TABLE.deserialize(config, custom_objects)
 
 
 def get(identifier, custom_objects=None):
@@ -266,18 +260,4 @@ def get(identifier, custom_objects=None):
         >>> get("l2").l2
         0.01
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier, custom_objects)
-    if isinstance(identifier, str):
-        cls = ((custom_objects or {}).get(identifier) or _ALIASES.get(identifier)
-               or _CLASSES.get(identifier))
-        if cls is None:
-            raise ValueError("Could not interpret regularizer identifier: %r. Known names: %s."
-                             % (identifier, ", ".join(sorted(_ALIASES))))
-        return cls() if isinstance(cls, type) else cls
-    if callable(identifier):
-        return identifier
-    raise ValueError("Could not interpret regularizer identifier: %s."
-                     % (short_repr(identifier),))
+    return _TABLE.get(identifier, custom_objects)

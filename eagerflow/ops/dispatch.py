@@ -40,6 +40,12 @@ _tape_recorder = None
 _profiler = None
 
 
+def set_profiler(hook):
+    """Installs (or with None removes) the profiler hook every op call goes through."""
+    global _profiler
+    _profiler = hook
+
+
 def set_tape_recorder(fn):
     global _tape_recorder
     _tape_recorder = fn

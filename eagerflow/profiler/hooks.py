@@ -32,14 +32,14 @@ def _observer(executor, args, captures):
 
 
 def _update():
-    executor_lib.observer = _observer if (_session is not None or _collectors) else None
+    executor_lib.set_observer(_observer if (_session is not None or _collectors) else None)
 
 
 def set_session(sess):
     """Installs (or with None removes) the profiler session's op and executor hooks."""
     global _session
     _session = sess
-    dispatch._profiler = sess.record_op if sess is not None else None
+    dispatch.set_profiler(sess.record_op if sess is not None else None)
     context.state.profiling = sess is not None
     context.state.refresh()
     _update()

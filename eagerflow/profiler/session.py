@@ -66,38 +66,24 @@ class Session:
         return result
 
     def run_executor(self, executor, args, captures):
-        """Runs a compiled graph one step at a time, recording each step (the executor hook)."""
+        """Runs a compiled graph through the executor's step interpreter, recording each step
+        (the executor hook)."""
         t_call = _now()
-        vals = executor._template.copy()
-        for slot, value in zip(executor.input_slots, args):
-            vals[slot] = value
-        for slot, value in zip(executor.capture_slots, captures):
-            vals[slot] = value
-        from eagerflow.function.executor import _node_error
+        graph_name = executor.graph.name
 
-        for fn, ins, outs, attrs, frees, node, kind in executor.steps:
-            inputs = [vals[i] for i in ins]
+        def on_step(node, inputs, call):
             t0 = _now()
-            try:
-                result = fn(*inputs, **attrs) if attrs else fn(*inputs)
-            except Exception as exc:  # noqa: BLE001 - translated with the node's origin
-                raise _node_error(node, inputs, exc) from None
+            result = call()
             dur = _now() - t0
             shapes, dtypes = _describe(inputs)
             device = node.device or "/job:localhost/replica:0/task:0/device:CPU:0"
             self.add(node.op, "executor", t0, dur, device,
-                     {"node": node.name, "graph": executor.graph.name, "shapes": shapes,
+                     {"node": node.name, "graph": graph_name, "shapes": shapes,
                       "dtypes": dtypes, "device": device})
-            if kind == 1:
-                vals[outs] = result
-            elif kind:
-                for slot, value in zip(outs, result):
-                    vals[slot] = value
-            if frees:
-                for slot in frees:
-                    vals[slot] = None
-        out = [vals[s] for s in executor.output_slots]
-        self.add("graph:" + executor.graph.name, "function", t_call, _now() - t_call,
+            return result
+
+        out = executor.run_steps(args, captures, on_step)
+        self.add("graph:" + graph_name, "function", t_call, _now() - t_call,
                  "/job:localhost/replica:0/task:0/device:CPU:0",
                  {"steps": len(executor.steps)})
         return out

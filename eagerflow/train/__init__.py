@@ -12,14 +12,16 @@ from eagerflow.train.checkpoint_management import (
     CheckpointManager,
     get_checkpoint_state,
     latest_checkpoint,
+    CheckpointReader,
     list_variables,
+    load_checkpoint,
     load_variable,
 )
 
 __all__ = ["Example", "SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists",
            "BytesList", "FloatList", "Int64List", "Checkpoint", "CheckpointLoadStatus",
-           "CheckpointManager", "CheckpointOptions",
-           "get_checkpoint_state", "latest_checkpoint", "list_variables", "load_variable"]
+           "CheckpointManager", "CheckpointOptions", "CheckpointReader", "get_checkpoint_state",
+           "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable"]
 
 # tf.train.Example and its parts load on first use (protobuf messages checkpoints never need).
 _EXAMPLE_NAMES = ("Example", "SequenceExample", "Features", "Feature", "FeatureList",

@@ -166,3 +166,19 @@ def test_interface_and_argument_checks():
         c.recv(0, tag=9, timeout=0.05)
     with pytest.raises(errors.InvalidArgumentError, match="at least one rank"):
         LocalCommunicator.create_group(0)
+
+
+def test_blas_threads_are_shared_and_restored():
+    from eagerflow.backend import blas_threads
+
+    before = blas_threads.get_num_threads()
+    if before is None:
+        pytest.skip("numpy's OpenBLAS is not controllable here")
+    with blas_threads.share(2):
+        inside = blas_threads.get_num_threads()
+        with blas_threads.share(2):
+            assert blas_threads.get_num_threads() == max(1, before // 4)
+        assert blas_threads.get_num_threads() == inside == max(1, before // 2)
+    assert blas_threads.get_num_threads() == before
+    with blas_threads.share(1):  # one partition: nothing to share
+        assert blas_threads.get_num_threads() == before

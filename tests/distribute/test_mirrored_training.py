@@ -1,6 +1,8 @@
 """MirroredStrategy training equals single-device training (custom loops and Keras fit),
 on 2 and 3 logical CPUs, eager and traced, float64 so the comparison is tight."""
 
+import contextlib
+
 import numpy as np
 
 from tests.distribute.cases import Cases
@@ -142,7 +144,7 @@ def test_fit_evaluate_predict_equal_one_device_with_global_logs():
             self.batches.append(dict(logs))
 
     def train(strategy, w0, eager):
-        with strategy.scope():
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
             model = _model(keras, w0)
             model.compile(keras.optimizers.Adam(0.01),
                           keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -154,10 +156,12 @@ def test_fit_evaluate_predict_equal_one_device_with_global_logs():
                 model.evaluate(X, Y, batch_size=8, verbose=0),
                 model.predict(X, batch_size=8, verbose=0))
 
-    one = ef.distribute.OneDeviceStrategy("/cpu:0")
-    with one.scope():
-        w0 = _model(keras).get_weights()
-    ref = train(one, w0, False)
+    w0 = _model(keras).get_weights()
+    ref = train(None, w0, False)  # no strategy at all: the plain one-device path
+    one = train(ef.distribute.OneDeviceStrategy("/cpu:1"), w0, False)
+    for w, r in zip(one[0].get_weights(), ref[0].get_weights()):
+        _close(w, r, "OneDeviceStrategy fit weights")
+    assert one[0].weights[0].device.endswith("CPU:1")
     for eager in (False, True):
         for strategy in _strategies():
             model, history, batches, ev, pred = train(strategy, w0, eager)
@@ -176,6 +180,7 @@ def test_fit_evaluate_predict_equal_one_device_with_global_logs():
             _close(pred, ref[4], what + " predict")
             assert isinstance(model.weights[0], ef.distribute.MirroredVariable)
             assert model.distribute_strategy is strategy
+            assert ref[0].distribute_strategy is None
 
 
 @run.case
@@ -327,3 +332,49 @@ def test_traced_replica_that_raises_stops_the_step():
         raise AssertionError("must raise")
     except ef.errors.InvalidArgumentError as e:
         assert "matmul" in str(e).lower() or "MatMul" in str(e)
+
+
+@run.case
+def test_loss_scale_optimizer_under_a_strategy_equals_one_device():
+    import eagerflow as ef
+    from eagerflow import keras
+
+    X, Y = _data()
+
+    def train(strategy, w0, traced):
+        with strategy.scope():
+            model = _model(keras, w0)
+            opt = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(0.01),
+                                                      initial_scale=2.0 ** 10)
+
+        def replica_step(x, y):
+            with ef.GradientTape() as tape:
+                loss = ef.nn.compute_average_loss(
+                    ef.nn.sparse_softmax_cross_entropy_with_logits(y, model(x)))
+                scaled = opt.scale_loss(loss)
+            grads = tape.gradient(scaled, model.trainable_variables)
+            if int(opt.iterations) == 1 if not traced else False:
+                grads = [g * np.inf for g in grads]  # one overflowing step, skipped
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        def step(x, y):
+            return strategy.reduce("SUM", strategy.run(replica_step, args=(x, y)), axis=None)
+
+        step = ef.function(step) if traced else step
+        ds = strategy.experimental_distribute_dataset(
+            ef.data.Dataset.from_tensor_slices((X, Y)).batch(8))
+        losses = [float(step(x, y)) for _ in range(2) for x, y in ds]
+        return losses, model.get_weights(), float(opt.dynamic_scale), int(opt.iterations)
+
+    one = ef.distribute.OneDeviceStrategy("/cpu:0")
+    with one.scope():
+        w0 = _model(keras).get_weights()
+    for traced in (False, True):
+        ref = train(one, w0, traced)
+        for strategy in _strategies():
+            got = train(strategy, w0, traced)
+            _close(got[0], ref[0], "loss-scaled losses")
+            for a, b in zip(got[1], ref[1]):
+                _close(a, b, "loss-scaled weights")
+            assert got[2:] == ref[2:], (got[2:], ref[2:])

@@ -398,3 +398,30 @@ def test_optimizer_refuses_variables_made_outside_the_scope():
     except ValueError as e:
         assert "created outside the distribution strategy's scope" in str(e)
     assert outside.numpy().tolist() == [1.0]
+
+
+@run.case
+def test_failed_step_does_not_wait_forever_for_a_stuck_replica():
+    import eagerflow as ef
+
+    s = _strategy(timeout=0.5)
+    release = threading.Event()
+
+    def fn():
+        i = int(ef.distribute.get_replica_context().replica_id_in_sync_group)
+        if i == 1:
+            raise KeyError("bad record")
+        if i == 2:
+            release.wait(30)  # stuck in user code, never reaches a collective
+        return ef.constant(1.0)
+
+    start = time.monotonic()
+    try:
+        s.run(fn)
+        raise AssertionError("must raise")
+    except KeyError as e:
+        assert "bad record" in str(e)
+    assert time.monotonic() - start < 10
+    release.set()
+    out = s.run(lambda: ef.distribute.get_replica_context().all_reduce("SUM", 2.0))
+    assert [float(x) for x in s.experimental_local_results(out)] == [6.0] * 3

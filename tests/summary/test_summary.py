@@ -246,7 +246,7 @@ def test_bad_arguments(tmp_path):
 
 
 def test_keras_tensorboard_callback(tmp_path):
-    from eagerflow.summary.keras_callback import TensorBoard
+    from eagerflow.keras.callbacks.tensorboard import TensorBoard
 
     ef.random.set_seed(0)
     model = ef.keras.Sequential([ef.keras.layers.Dense(1, name="dense")])

@@ -30,6 +30,7 @@ import weakref
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.backend import cpu_threads
 from eagerflow.function.executor import _label
 from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch, registry
@@ -126,23 +127,46 @@ def _private_variable(array):
             and _getrefcount(array) <= 5)
 
 
-def python_source(program, donatable=(), variable_donors=()):
+def python_source(program, donatable=(), variable_donors=(), out_param=False):
     """The generated Python for the CPU (``fused``) and the globals it needs.
 
     ``donatable`` lists inputs whose buffer the executor says is read for the last time
     here and has the output's shape and dtype: the first ufunc sub-op reading one of them
-    writes its result there when, at run time, nothing else holds that array.
+    writes its result there when, at run time, nothing else holds that array. With
+    ``out_param`` the function takes a last argument ``_out`` and the last sub-op writes
+    its result there (the form that runs on blocks of rows in threads).
     """
     from eagerflow.backend import numpy_backend
 
     env = {"_private": _private, "_private_variable": _private_variable}
     params = ["a%d" % k for k in range(program.n_in)]
     names = list(params)
-    lines = ["def fused(%s):" % ", ".join(params), "    try:"]
+    lines = ["def fused(%s):" % ", ".join(params + (["_out"] if out_param else [])),
+             "    try:"]
     donated = set()
+    last = len(program.prims) - 1
     for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
         args = [names[r] for r in refs]
         target = program.inplace[j]
+        if out_param and j == last:
+            form = cpu_ufunc(prim)
+            if form is not None:
+                env["K%d" % j] = form[0]
+                for e, extra in enumerate(form[1]):
+                    env["C%d_%d" % (j, e)] = extra
+                    args.append("C%d_%d" % (j, e))
+                lines.append("        t%d = K%d(%s, out=_out)" % (j, j, ", ".join(args)))
+                names.append("t%d" % j)
+                continue
+            env["K%d" % j] = prim.kernel(numpy_backend)
+            for e, (key, value) in enumerate(program.attrs[j].items()):
+                env["A%d_%d" % (j, e)] = value
+                args.append("%s=A%d_%d" % (keyword_name(key, "fused sub-op %s" % prim.name),
+                                           j, e))
+            # One line, so the failure's line number still names this sub-op.
+            lines.append("        _out[...] = t%d = K%d(%s)" % (j, j, ", ".join(args)))
+            names.append("t%d" % j)
+            continue
         # Never an input's buffer through ``inplace``, whatever a loaded graph's attrs say.
         form = cpu_ufunc(prim)
         donor = None
@@ -177,7 +201,7 @@ def python_source(program, donatable=(), variable_donors=()):
         lines.append("        t%d = K%d(%s)" % (j, j, ", ".join(args)))
     # Sub-op j is on line j + 3 of the source; a failure is traced back through it.
     lines += ["    except Exception as exc:", "        _fail(exc.__traceback__.tb_lineno - 3, exc)",
-              "    return t%d" % (len(program.prims) - 1)]
+              "    return %s" % ("_out" if out_param else "t%d" % last)]
     return "\n".join(lines) + "\n", env
 
 
@@ -198,7 +222,71 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     exec(compile(source, "<fused %s>" % _label(node.name), "exec"), env)  # noqa: S102
     fn = env["fused"]
     fn.source = source
-    return fn
+    shape = out_aval.shape
+    static = shape is not None and None not in shape
+    if static and (not shape or int(np.prod(shape)) < cpu_threads.MIN_ELEMENTS):
+        return fn
+    blocks_source, blocks_env = python_source(program, out_param=True)
+    blocks_env["_fail"] = env["_fail"]
+    exec(compile(blocks_source, "<fused %s>" % _label(node.name), "exec"),  # noqa: S102
+         blocks_env)
+    return _on_cores(fn, blocks_env["fused"], out_aval.dtype.np_dtype,
+                     tuple(ok), variable_ok, source)
+
+
+def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
+    """Runs a fused CPU program on blocks of rows in threads when its result is large.
+
+    Every sub-op is elementwise, so block ``lo:hi`` of the result reads only block
+    ``lo:hi`` of the inputs that have the result's extent on the split axis (the others
+    broadcast whole): the blocks compute exactly what one call computes. The result goes
+    into a donor's buffer when one is free at run time (as the one-call form does), else
+    into a fresh array.
+    """
+    threshold = cpu_threads.MIN_ELEMENTS
+
+    def run(*args):
+        # Cheap checks first: small results (most calls) pay two comparisons per input.
+        for a in args:
+            if getattr(a, "size", 0) >= threshold:
+                break
+        else:
+            return fn(*args)
+        if cpu_threads.threads() == 1:
+            return fn(*args)
+        shape = np.broadcast_shapes(*[np.shape(a) for a in args])
+        size = int(np.prod(shape)) if shape else 0
+        axis = next((k for k, n in enumerate(shape) if n > 1), None)
+        if size < cpu_threads.MIN_ELEMENTS or axis is None:
+            return fn(*args)
+        out = None
+        for p in donors:
+            # args[p] is checked unbound: a local name would add one reference.
+            check = _private_variable if p in variable_donors else _private
+            if args[p].__class__ is np.ndarray and args[p].shape == shape and \
+                    args[p].dtype == dtype and args[p].flags.c_contiguous and check(args[p]):
+                out = args[p]
+                break
+        if out is None:
+            out = np.empty(shape, dtype=dtype)
+        rank = len(shape)
+        extent = shape[axis]
+        lead = (slice(None),) * axis
+
+        def block(lo, hi):
+            cut = lead + (slice(lo, hi),)
+            parts = []
+            for a in args:
+                k = axis - (rank - np.ndim(a))
+                parts.append(a[(slice(None),) * k + (slice(lo, hi),)]
+                             if k >= 0 and a.shape[k] == extent else a)
+            fn_out(*parts, out[cut])
+
+        cpu_threads.run_blocks(block, extent, size)
+        return out
+
+    run.source = source
+    return run
 
 
 def _failure(program, node, device):

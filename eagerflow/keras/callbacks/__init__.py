@@ -24,9 +24,9 @@ __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "ModelCheckpo
 
 
 def __getattr__(name):
-    # The TensorBoard callback lives with the summary writer; load it only when asked for.
+    # The TensorBoard callback loads the summary writer; load it only when asked for.
     if name == "TensorBoard":
-        from eagerflow.summary.keras_callback import TensorBoard
+        from eagerflow.keras.callbacks.tensorboard import TensorBoard
 
         return TensorBoard
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

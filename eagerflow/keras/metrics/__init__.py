@@ -13,10 +13,9 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 
-from eagerflow.errors import short_repr
 from eagerflow.keras import losses as _losses
+from eagerflow.keras.lookup import ObjectTable
 from eagerflow.keras.metrics.accuracy import (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
     SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy, accuracy, binary_accuracy,
@@ -90,6 +89,7 @@ ALL_OBJECTS_DICT.update({
     "MSLE": MeanSquaredLogarithmicError, "logcosh": LogCoshError, "kld": KLDivergence,
     "KLD": KLDivergence, "rmse": RootMeanSquaredError,
 })
+_TABLE = ObjectTable("metric", ALL_OBJECTS_DICT)
 _FUNCTIONS_DICT = {fn.__name__: fn for fn in _FUNCTIONS}
 _FUNCTIONS_DICT.update({"mse": mean_squared_error, "mae": mean_absolute_error,
                         "mape": mean_absolute_percentage_error,
@@ -146,16 +146,7 @@ def deserialize(config, custom_objects=None):
         >>> m.threshold
         0.3
     """
-    if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError("Could not deserialize metric from %r." % (config,))
-    table = dict(ALL_OBJECTS_DICT)
-    table.update(custom_objects or {})
-    cls = table.get(config["class_name"])
-    if cls is None:
-        raise ValueError("Unknown metric: %r. Pass custom metrics with "
-                         "custom_objects={%r: cls}." % (config["class_name"],
-                                                       config["class_name"]))
-    return cls.from_config(dict(config.get("config", {})))
+    return _TABLE.deserialize(config, custom_objects)
 
 
 def get(identifier):
@@ -173,18 +164,7 @@ def get(identifier):
         >>> type(metrics.get("mse")).__name__
         'MeanSquaredError'
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        obj = deserialize(identifier)
-    elif isinstance(identifier, str):
-        obj = ALL_OBJECTS_DICT.get(identifier)
-    else:
-        obj = identifier
-    if callable(obj):
-        return obj() if inspect.isclass(obj) else obj
-    raise ValueError("Could not interpret metric identifier: %s. Known names: %s"
-                     % (short_repr(identifier), sorted(ALL_OBJECTS_DICT)))
+    return _TABLE.get(identifier)
 
 
 def _loss_kind(loss):

@@ -15,8 +15,8 @@ Example:
 from __future__ import annotations
 
 import eagerflow as ef
-from eagerflow.keras.losses import (_reshape_target, _tensor, floatx,
-                                    squeeze_or_expand_to_same_rank)
+from eagerflow.keras.losses.base import (_reshape_target, _tensor, floatx,
+                                         squeeze_or_expand_to_same_rank)
 from eagerflow.keras.metrics.base import MeanMetricWrapper
 
 __all__ = ["accuracy", "binary_accuracy", "categorical_accuracy",

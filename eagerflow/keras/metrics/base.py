@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 
 import eagerflow as ef
-from eagerflow.keras.losses import (_broadcast_like, _tensor, floatx, get_keras_mask,
-                                    squeeze_or_expand_to_same_rank)
+from eagerflow.keras.losses.base import (_broadcast_like, _tensor, floatx, get_keras_mask,
+                                         squeeze_or_expand_to_same_rank)
 from eagerflow.module import Module
 
 __all__ = ["Metric", "Sum", "Mean", "MeanMetricWrapper", "reduce_to_samplewise_values"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 import eagerflow as ef
-from eagerflow.keras.losses import _broadcast_like, epsilon, squeeze_or_expand_to_same_rank
+from eagerflow.keras.losses.base import _broadcast_like, epsilon, squeeze_or_expand_to_same_rank
 from eagerflow.keras.metrics.base import Metric
 
 __all__ = ["TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",

@@ -16,8 +16,9 @@ Example:
 from __future__ import annotations
 
 import eagerflow as ef
-from eagerflow.keras import losses
-from eagerflow.keras.losses import _pair, _tensor, squeeze_or_expand_to_same_rank
+from eagerflow.keras.losses import functions as losses
+from eagerflow.keras.losses.base import _tensor, squeeze_or_expand_to_same_rank
+from eagerflow.keras.losses.functions import _pair
 from eagerflow.keras.metrics.base import Mean, MeanMetricWrapper
 
 __all__ = ["MeanSquaredError", "MeanAbsoluteError", "MeanAbsolutePercentageError",

@@ -199,9 +199,9 @@ class Trainer:
         return self._distribute_strategy
 
     def _distributed(self):
-        strategy = self._distribute_strategy
-        return strategy is not None and (strategy.num_replicas_in_sync > 1
-                                         or len(strategy.extended.worker_devices) > 1)
+        # Any strategy but the default: even one replica (OneDeviceStrategy) runs its
+        # steps through strategy.run, which places them on the strategy's device.
+        return self._distribute_strategy is not None
 
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,

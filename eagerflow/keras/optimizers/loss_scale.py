@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import eagerflow as ef
+from eagerflow.framework import strategy_context
 from eagerflow.keras.optimizers.base import Optimizer, _cast
 from eagerflow.module import Module
 
@@ -224,8 +225,27 @@ class LossScaleOptimizer(Optimizer):
         if not grads or all(g is None for g in grads):
             inner.apply(grads, trainable_variables)  # raises Keras' "No gradients" error
             return
+        replica = strategy_context.current_replica_context()
+        if replica is not None and replica.num_replicas_in_sync > 1:
+            # Under a strategy: build once (cross-replica), sum the scaled gradients across
+            # replicas, then every replica takes the same finite/skip decision and update.
+            inner._check_distributed(trainable_variables)
+            if inner._needs_build(trainable_variables):
+                replica.merge_call(lambda _s: inner._ensure_built(trainable_variables))
+            kept = [k for k, g in enumerate(grads) if g is not None]
+            summed = replica.all_reduce("SUM", [ef.convert_to_tensor(grads[k]) for k in kept])
+            for k, g in zip(kept, summed):
+                grads[k] = g
+            self.built = True
+            with strategy_context.local_updates():
+                self._apply_scaled(grads, trainable_variables, unscaled, aggregate=False)
+            return
         inner._ensure_built(trainable_variables)
         self.built = True
+        self._apply_scaled(grads, trainable_variables, unscaled, aggregate=True)
+
+    def _apply_scaled(self, grads, trainable_variables, unscaled, aggregate):
+        inner = self.inner_optimizer
         grads = [None if g is None else ef.convert_to_tensor(g) for g in grads]
         finite = ef.reduce_all(ef.stack(
             [ef.reduce_all(ef.math.is_finite(g)) for g in grads if g is not None]))
@@ -237,7 +257,7 @@ class LossScaleOptimizer(Optimizer):
                  for g in grads]
         state = inner._state_variables(trainable_variables) + [inner._iterations]
         saved = [v.read_value() for v in state]
-        inner.apply(grads, trainable_variables)
+        inner._apply(grads, trainable_variables, aggregate)
         for v, old in zip(state, saved):
             v.assign(ef.where(finite, v.read_value(), old))
         self._update_scale(finite)

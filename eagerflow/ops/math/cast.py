@@ -163,3 +163,7 @@ def bitcast(input, type, name=None):  # noqa: A002 - TF's argument names
 
 __all__ = ["cast", "saturate_cast", "bitcast"]
 EXPORTS = {"": ["cast", "saturate_cast", "bitcast"], "dtypes": ["cast", "saturate_cast"]}
+
+
+d.register_function("cast", cast)  # tf.dtypes.cast
+d.register_function("saturate_cast", saturate_cast)

@@ -206,3 +206,6 @@ def complex(real, imag, name=None):  # noqa: A001 - TF's public name
         [(1+2j)]
     """
     return execute(COMPLEX_PRIM, (real, imag))
+
+
+d.register_function("complex", complex)  # tf.dtypes.complex

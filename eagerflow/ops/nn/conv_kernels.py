@@ -23,7 +23,9 @@ import itertools
 
 import numpy as np
 
+from eagerflow import dtypes as _d
 from eagerflow import errors
+from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import FLOAT
@@ -47,6 +49,20 @@ def _compute_dtype(xp, a):
     return xp.float32 if a.dtype.itemsize == 2 else a.dtype
 
 
+def _columns(xp, win, ct):
+    """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
+    ``ct`` (im2col): on numpy, blocks of the batch on every core."""
+    if not cpu_threads.is_numpy(xp):
+        return xp.ascontiguousarray(win).astype(ct, copy=False)
+    cols = np.empty(win.shape, dtype=ct)
+
+    def block(lo, hi):
+        cols[lo:hi] = win[lo:hi]
+
+    cpu_threads.run_blocks(block, win.shape[0], cols.size)
+    return cols
+
+
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     """Channels-last forward convolution; ``w`` in grouped layout [*k, Cg, O].
 
@@ -61,7 +77,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
-        cols = win.reshape(m, kp * cg).astype(ct, copy=False)
+        cols = _columns(xp, win, ct).reshape(m, kp * cg)
         wm = w.reshape(kp * cg, o).astype(ct, copy=False)
         if channels_first:
             # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
@@ -73,8 +89,14 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
         wk = w.reshape(kp, o).astype(ct, copy=False)
         if m:
-            for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
-                out += xpad[index] * wk[i]
+            taps = [index for _, index in tap_slices(g.k, g.out_sp, strides, dilations)]
+
+            def block(lo, hi):
+                ob, xb = out[lo:hi], xpad[lo:hi]
+                for i, index in enumerate(taps):
+                    ob += xb[index] * wk[i]
+
+            cpu_threads.run_blocks(block, n, out.size, xp=xp)
         out = out.reshape(m, o)
     else:
         og = o // groups
@@ -88,23 +110,65 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if channels_first else out
 
 
+def _gemm_accumulate(xp, out, a, b):
+    """``out += a @ b`` in place: on numpy one BLAS call with beta = 1 (no product
+    temporary, no add pass); ``out`` is a block of rows of a C-contiguous array."""
+    if cpu_threads.is_numpy(xp):
+        cpu_blas.gemm_accumulate(out, a, b)
+    elif out.size and a.shape[1]:
+        out += xp.matmul(a, b)
+
+
 def _conv_backprop_input(xp, dy, w, g, strides, dilations):
-    """Channels-last transposed convolution: the gradient of ``_conv_forward`` wrt x."""
+    """Channels-last transposed convolution: the gradient of ``_conv_forward`` wrt x.
+
+    With unit strides and one group, every kernel tap moves the whole output gradient by a
+    fixed offset in the flattened padded input: ``dx[q + off(tap)] += dy[q] @ w[tap].T``
+    over rows ``q`` of ``dy`` laid on the padded input grid (zeros past the outputs). That is
+    one accumulating GEMM per tap straight into ``dx``, with no column matrix and no scatter
+    (measured 3 ms against 8 ms for the columns and scatter-add on a [64, 13, 13, 32] input,
+    3x3 filter, 64 outputs). Strided and grouped convolutions use one GEMM into columns and
+    then a scatter-add per tap, as do inputs with under 8 channels.
+    """
     nd = len(g.k)
     ct = _compute_dtype(xp, dy)
     groups, cg, o = g.groups, g.cg, g.o
     c = groups * cg
     n = dy.shape[0]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(g.in_sp, g.pads))
-    dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
     m = n * _prod(g.out_sp)
     kp = _prod(g.k)
+    # Few input channels make each tap's GEMM a skinny [rows, O] x [O, C] product that
+    # runs slower than the scatter (3.4 ms against 1.2 ms for one channel): those scatter.
+    if m and kp * c and o and groups == 1 and c >= 8 and all(s == 1 for s in strides):
+        rows = n * _prod(padded)
+        if tuple(g.out_sp) == padded:
+            dyg = dy.astype(ct, copy=False)
+        else:
+            dyg = xp.zeros((n,) + padded + (o,), dtype=ct)
+            dyg[(slice(None),) + tuple(slice(0, s) for s in g.out_sp)] = dy
+        dyg = dyg.reshape(rows, o)
+        wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
+        dx = xp.zeros((rows, c), dtype=ct)
+        row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
+        for tap in itertools.product(*[range(k) for k in g.k]):
+            off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
+            _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
+        dxp = dx.reshape((n,) + padded + (c,))
+        return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
+    dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
     if m and kp * c and o and cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap.
         dyc = dy.astype(ct, copy=False)[..., None]
         wk = w.reshape(kp, groups, 1).astype(ct, copy=False)
-        for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
-            dxp[index] += dyc * wk[i]
+        taps = [index for _, index in tap_slices(g.k, g.out_sp, strides, dilations)]
+
+        def block(lo, hi):
+            db, gb = dxp[lo:hi], dyc[lo:hi]
+            for i, index in enumerate(taps):
+                db[index] += gb * wk[i]
+
+        cpu_threads.run_blocks(block, n, dxp.size, xp=xp)
     elif m and kp * c and o:
         og = o // groups
         dyg = dy.reshape(m, groups, og).transpose(1, 0, 2).astype(ct, copy=False)
@@ -113,14 +177,28 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         cols = cols.reshape((groups, n) + g.out_sp + g.k + (cg,))
         cols = xp.moveaxis(cols, 0, -2)                       # [N, *out, *k, G, Cg] (view)
         lead = (slice(None),) * (1 + nd)
-        for tap, index in tap_slices(g.k, g.out_sp, strides, dilations):
-            dxp[index] += cols[lead + tap]
+        taps = list(tap_slices(g.k, g.out_sp, strides, dilations))
+
+        def block(lo, hi):
+            # Each block of the batch scatters into its own rows of dxp.
+            db, cb = dxp[lo:hi], cols[lo:hi]
+            for tap, index in taps:
+                db[index] += cb[lead + tap]
+
+        cpu_threads.run_blocks(block, n, dxp.size, xp=xp)
     dxp = dxp.reshape((n,) + padded + (c,))
     return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
 
 
 def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
-    """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O]."""
+    """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O].
+
+    One GEMM of the column matrix [M, K*Cg] against the output gradient [M, O] over the
+    long M axis. The wider of the two result dimensions is made the GEMM's row dimension
+    (``dy.T @ cols`` when O > K*Cg, then a transpose of the small result): OpenBLAS runs
+    the [9, M] x [M, 32] product of a one-channel first layer at half the speed of the
+    [32, M] x [M, 9] one.
+    """
     nd = len(g.k)
     ct = _compute_dtype(xp, x)
     groups, cg, o = g.groups, g.cg, g.o
@@ -129,8 +207,12 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     m = x.shape[0] * _prod(g.out_sp)
     kp = _prod(g.k)
     if groups == 1:
-        cols = win.reshape(m, kp * cg).astype(ct, copy=False)
-        dw = xp.matmul(cols.T, dy.reshape(m, o).astype(ct, copy=False))
+        cols = _columns(xp, win, ct).reshape(m, kp * cg)
+        dym = dy.reshape(m, o).astype(ct, copy=False)
+        if o > kp * cg:
+            dw = xp.ascontiguousarray(xp.matmul(dym.T, cols).T)
+        else:
+            dw = xp.matmul(cols.T, dym)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.
         dw = xp.zeros((kp, o), dtype=ct)
@@ -501,6 +583,10 @@ def _bad_samples(kind, depthwise):
 # The two families of primitives.
 # --------------------------------------------------------------------------------------------
 
+# The half types compute in float32 on their own paths; the sweeps cover them too.
+_SWEEP = (_d.float16, _d.bfloat16, _d.float32, _d.float64)
+
+
 def _declare(names, depthwise, cases):
     fam = {}
     conv_name, input_name, filter_name = names
@@ -509,7 +595,7 @@ def _declare(names, depthwise, cases):
         shape_fn=_conv_shape_fn(conv_name, depthwise), vjp=_conv_vjp(fam), saves=(0, 1),
         reference=_ref_conv(depthwise), samples=_samples(cases, "conv", depthwise),
         bad_samples=_bad_samples("conv", depthwise),
-        tolerance={"float32": (1e-4, 1e-5)},
+        sweep_dtypes=_SWEEP, tolerance={"float32": (1e-4, 1e-5)},
         hint="Filters are laid out as %s." % (
             "[*kernel, in_channels, channel_multiplier]" if depthwise
             else "[*kernel, in_channels, out_channels]"))
@@ -519,14 +605,16 @@ def _declare(names, depthwise, cases):
         vjp=_backprop_input_vjp(fam), saves=(0, 1),
         reference=_ref_backprop_input(depthwise),
         samples=_samples(cases, "input", depthwise),
-        bad_samples=_bad_samples("input", depthwise), tolerance={"float32": (1e-4, 1e-5)})
+        bad_samples=_bad_samples("input", depthwise), sweep_dtypes=_SWEEP,
+        tolerance={"float32": (1e-4, 1e-5)})
     fam["filter"] = registry.primitive(
         filter_name, _backprop_filter_kernel(depthwise), dtypes=FLOAT, family="nn",
         shape_fn=_backprop_filter_shape_fn(filter_name, depthwise),
         vjp=_backprop_filter_vjp(fam), saves=(0, 1),
         reference=_ref_backprop_filter(depthwise),
         samples=_samples(cases, "filter", depthwise),
-        bad_samples=_bad_samples("filter", depthwise), tolerance={"float32": (1e-4, 1e-5)})
+        bad_samples=_bad_samples("filter", depthwise), sweep_dtypes=_SWEEP,
+        tolerance={"float32": (1e-4, 1e-5)})
     return fam["conv"], fam["input"], fam["filter"]
 
 

@@ -12,7 +12,8 @@ on strided slices, in the input's own layout (channels last or first, no transpo
 Gradients, each a primitive whose own gradient is another one, so all orders work:
 
 * ``MaxPoolGrad(x, g)`` routes each output gradient to the first maximum of its window (TF's
-  tie rule: the first in row-major window order); the argmax is recomputed from ``x``.
+  tie rule: the first in row-major window order), found by comparing each tap with the
+  recomputed maximum (no argmax indices).
   It is linear in ``g``; its gradient is ``MaxPoolGradGrad(x, h)``, which gathers ``h`` at
   the same argmax positions, and whose gradient is ``MaxPoolGrad`` again.
 * ``AvgPoolGrad(g)`` spreads each ``g / count`` over its window; its gradient is ``AvgPool``.
@@ -32,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.backend import cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.nn.window_geometry import (
     CHANNELS_FIRST, FORMATS, check_window_attrs, crop_spatial, from_channels_last,
@@ -39,6 +41,7 @@ from eagerflow.ops.nn.window_geometry import (
     spatial_rank, tap_slices, to_channels_last,
 )
 from eagerflow.ops.dispatch import execute
+from eagerflow import dtypes as _d
 from eagerflow.ops.family import FLOAT, REAL
 from eagerflow.ops.registry import AbstractValue
 
@@ -124,53 +127,83 @@ def _taps(g, attrs):
     return tap_slices(g.k, g.out_sp, attrs["strides"], attrs["dilations"], g.lead)
 
 
-def _argmax_flat(xp, xpad, g, attrs):
-    """Flat (C-order) index into ``xpad`` of the first maximum of every window.
+def _disjoint(g, attrs):
+    """True when no two windows share an input element (stride >= window, no dilation).
 
-    A NaN counts as the maximum, as it does in the forward pass.
+    Then each tap's slice of the padded input is written once by a gradient, so a plain
+    assignment replaces the read-add-write of a scatter (pooling with stride equal to the
+    window, the common case, touches every element exactly once).
     """
-    taps = list(_taps(g, attrs))
-    has_nan = xpad.dtype.kind not in "iub" and bool(xp.isnan(xpad).any())
-    # The smallest integer type that holds a tap number keeps the passes below cheap.
-    arg_dtype = xp.int8 if len(taps) < 128 else xp.int32
-    best = arg = step = None
-    for i, (_, index) in enumerate(taps):
+    return all(d == 1 and s >= k for k, s, d in zip(g.k, attrs["strides"], attrs["dilations"]))
+
+
+def _pool_max(xp, xpad, g, attrs, out=None):
+    """The max over each window: one maximum per tap on strided slices (no copy first)."""
+    taps = [index for _, index in _taps(g, attrs)]
+    if len(taps) == 1:
+        if out is None:
+            return xp.array(xpad[taps[0]])
+        out[...] = xpad[taps[0]]
+        return out
+    out = xp.maximum(xpad[taps[0]], xpad[taps[1]], out=out)
+    for index in taps[2:]:
+        xp.maximum(out, xpad[index], out=out)
+    return out
+
+
+def _by_batch(xp, n, elements, block):
+    """Runs ``block(lo, hi)`` over the batch: on numpy, blocks of it on every core."""
+    cpu_threads.run_blocks(block, n, elements, xp=xp)
+
+
+def _first_max_masks(xp, xpad, g, attrs):
+    """Yields ``(index, hit)`` per tap: ``hit`` marks the outputs whose first maximum (in
+    row-major window order, TF's tie rule) is that tap's element.
+
+    Each window's maximum is recomputed, then every tap compares its slice with it and drops
+    the outputs an earlier tap already took: a few elementwise passes per tap, no argmax
+    indices and no scatter by index. A NaN counts as the maximum, as in the forward pass.
+    Each mask is valid until the next one is drawn (the taken set is updated in place).
+    """
+    best = _pool_max(xp, xpad, g, attrs)
+    has_nan = xpad.dtype.kind not in "iub" and bool(xp.isnan(best).any())
+    taken = None
+    for _, index in _taps(g, attrs):
         s = xpad[index]
-        if best is None:
-            best = xp.array(s)
-            arg = xp.zeros(s.shape, dtype=arg_dtype)
-            step = xp.empty(s.shape, dtype=arg_dtype)
-            continue
+        hit = xp.equal(s, best)
         if has_nan:
-            better = (s > best) | ((s != s) & (best == best))
-            best = xp.where(better, s, best)
+            hit |= xp.isnan(s)
+        if taken is None:
+            taken = hit
         else:
-            better = s > best  # strict: ties keep the earlier tap, as TF does
-            xp.maximum(best, s, out=best)
-        # arg = i where better: arithmetic, since a select on a random mask is much slower.
-        xp.subtract(arg_dtype(i), arg, out=step)
-        xp.multiply(step, better, out=step)
-        xp.add(arg, step, out=arg)
-    # The window's first tap, plus the offset of the winning tap within the window.
-    shape = xpad.shape
-    cstrides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
-    offsets = [sum(t * d * cstrides[g.lead + j]
-                   for j, (t, d) in enumerate(zip(tap, attrs["dilations"])))
-               for tap, _ in taps]
-    # start[p] = sum over axes of (output coordinate * step * C-order stride), broadcast.
-    out_shape = best.shape
-    steps = [1] * len(shape)
-    for j, stride in enumerate(attrs["strides"]):
-        steps[g.lead + j] = stride
-    start = None
-    for axis, (n, step) in enumerate(zip(out_shape, steps)):
-        view = [1] * len(shape)
-        view[axis] = n
-        term = (xp.arange(n, dtype=xp.intp) * (step * cstrides[axis])).reshape(view)
-        start = term if start is None else start + term
-    # (take is several times faster with intp indices than with int8 ones)
-    start = start + xp.take(xp.asarray(np.asarray(offsets, dtype=np.intp)), arg.astype(xp.intp))
-    return start
+            xp.greater(hit, taken, out=hit)        # hit and not taken
+            xp.logical_or(taken, hit, out=taken)
+        yield index, hit
+
+
+def _route(xp, dst, src, hit, assign, finite, tmp=None):
+    """``dst (+)= src`` where ``hit``, zero elsewhere (``assign``: dst is written once).
+
+    With finite values a multiply by the mask is the fast form (a masked copy branches on
+    every element: 5x slower on a random mask). A NaN or infinity would turn into NaN where
+    the mask is off, so those go through the masked forms, which never read src there.
+    """
+    if finite:
+        if assign:
+            xp.multiply(src, hit, out=dst)
+        else:
+            xp.multiply(src, hit, out=tmp)
+            dst += tmp
+    elif assign:
+        xp.copyto(dst, src, where=hit)
+    elif cpu_threads.is_numpy(xp):
+        np.add(dst, src, out=dst, where=hit)
+    else:
+        dst += xp.where(hit, src, 0)
+
+
+def _all_finite(xp, a):
+    return a.dtype.kind in "iub" or bool(xp.isfinite(a).all())
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,12 +217,12 @@ def _max_pool_kernel(xp):
         if g.empty or x.size == 0:
             return xp.zeros(g.out_shape, dtype=x.dtype)
         xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
-        out = None
-        for _, index in _taps(g, attrs):
-            if out is None:
-                out = xp.array(xpad[index])
-            else:
-                xp.maximum(out, xpad[index], out=out)
+        out = xp.empty(g.out_shape, dtype=x.dtype)
+
+        def block(lo, hi):
+            _pool_max(xp, xpad[lo:hi], g, attrs, out=out[lo:hi])
+
+        _by_batch(xp, x.shape[0], x.size, block)
         return out
     return kernel
 
@@ -198,15 +231,25 @@ def _max_pool_grad_kernel(xp):
     def kernel(x, grad, **attrs):
         g = _geometry(x.shape, attrs)
         _check_grad(grad.shape, g)
-        size = int(np.prod(g.padded_shape))
         if g.empty or x.size == 0:
             return xp.zeros(x.shape, dtype=grad.dtype)
-        flat = _argmax_flat(xp, pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead), g,
-                            attrs)
-        # One scatter-add (in float64) of every output gradient to its window's argmax.
-        dxp = xp.bincount(flat.reshape(-1), weights=grad.reshape(-1), minlength=size)
-        dxp = dxp.reshape(g.padded_shape).astype(grad.dtype)
-        return crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        disjoint = _disjoint(g, attrs)
+        # Overlapping windows add up in float32 for the half types.
+        dt = grad.dtype if disjoint else _compute_dtype(xp, grad)
+        src = grad.astype(dt, copy=False)
+        finite = _all_finite(xp, grad)
+        dxp = xp.zeros(g.padded_shape, dtype=dt)
+
+        def block(lo, hi):
+            gb, db = src[lo:hi], dxp[lo:hi]
+            tmp = None if disjoint or not finite else xp.empty(gb.shape, dtype=dt)
+            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+                _route(xp, db[index], gb, hit, disjoint, finite, tmp)
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        dxp = crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
+        return dxp.astype(grad.dtype, copy=False)
     return kernel
 
 
@@ -218,9 +261,21 @@ def _max_pool_grad_grad_kernel(xp):
                        "%s; they must be equal." % (list(h.shape), list(x.shape)))
         if g.empty or x.size == 0:
             return xp.zeros(g.out_shape, dtype=h.dtype)
-        flat = _argmax_flat(xp, pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead), g,
-                            attrs)
-        return xp.take(pad_spatial(xp, h, g.pads, 0, g.lead).reshape(-1), flat)
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        hpad = pad_spatial(xp, h, g.pads, 0, g.lead)
+        finite = _all_finite(xp, h)
+        out = xp.zeros(g.out_shape, dtype=h.dtype)
+
+        def block(lo, hi):
+            ob, hb = out[lo:hi], hpad[lo:hi]
+            tmp = xp.empty(ob.shape, dtype=h.dtype) if finite else None
+            # Exactly one tap hits each output, so the sum over taps is a gather of h at
+            # the first maximum.
+            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+                _route(xp, ob, hb[index], hit, False, finite, tmp)
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        return out
     return kernel
 
 
@@ -252,10 +307,22 @@ def _avg_pool_kernel(xp):
             return xp.zeros(g.out_shape, dtype=x.dtype)
         ct = _compute_dtype(xp, x)
         xpad = pad_spatial(xp, x.astype(ct, copy=False), g.pads, 0, g.lead)
-        acc = None
-        for _, index in _taps(g, attrs):
-            acc = xp.array(xpad[index]) if acc is None else xp.add(acc, xpad[index], out=acc)
-        return (acc / _counts(xp, g, attrs, ct)).astype(x.dtype, copy=False)
+        taps = [index for _, index in _taps(g, attrs)]
+        counts = _counts(xp, g, attrs, ct)
+        acc = xp.empty(g.out_shape, dtype=ct)
+
+        def block(lo, hi):
+            xb, ab = xpad[lo:hi], acc[lo:hi]
+            if len(taps) == 1:
+                ab[...] = xb[taps[0]]
+            else:
+                xp.add(xb[taps[0]], xb[taps[1]], out=ab)
+            for index in taps[2:]:
+                xp.add(ab, xb[index], out=ab)
+            xp.divide(ab, counts, out=ab)
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        return acc.astype(x.dtype, copy=False)
     return kernel
 
 
@@ -267,9 +334,19 @@ def _avg_pool_grad_kernel(xp):
         ct = _compute_dtype(xp, grad)
         dxp = xp.zeros(g.padded_shape, dtype=ct)
         if not (g.empty or grad.size == 0):
-            scaled = grad.astype(ct, copy=False) / _counts(xp, g, attrs, ct)
-            for _, index in _taps(g, attrs):
-                dxp[index] += scaled
+            counts = _counts(xp, g, attrs, ct)
+            disjoint = _disjoint(g, attrs)
+
+            def block(lo, hi):
+                scaled = grad[lo:hi].astype(ct, copy=False) / counts
+                db = dxp[lo:hi]
+                for _, index in _taps(g, attrs):
+                    if disjoint:
+                        db[index] = scaled
+                    else:
+                        db[index] += scaled
+
+            _by_batch(xp, grad.shape[0], int(np.prod(g.padded_shape)), block)
         return crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead).astype(grad.dtype, copy=False)
     return kernel
 
@@ -381,7 +458,9 @@ def _ref_pool(kind):
             window = x[index]
             if window.size == 0 and kind == "avg":
                 continue
-            out[opos] = window.max(axis=axes) if kind == "max" else window.mean(axis=axes)
+            # The average in float64: a bfloat16 mean would round at every step.
+            out[opos] = (window.max(axis=axes) if kind == "max"
+                         else window.astype(np.float64).mean(axis=axes))
         return out.astype(x.dtype)
     return ref
 
@@ -522,29 +601,32 @@ def _bad_samples(kind):
     return bad
 
 
+# The half types compute in float32 on their own paths; the sweeps cover them too.
+_SWEEP = (_d.float16, _d.bfloat16, _d.float32, _d.float64)
+
 MAX_POOL = registry.primitive(
     "MaxPool", _max_pool_kernel, dtypes=REAL, family="nn", shape_fn=_pooled_shape_fn("MaxPool"),
     vjp=_max_pool_vjp, saves=(0,), reference=_ref_pool("max"), samples=_pool_samples,
-    bad_samples=_bad_samples("pool"))
+    bad_samples=_bad_samples("pool"), sweep_dtypes=_SWEEP + (_d.int32,))
 MAX_POOL_GRAD = registry.primitive(
     "MaxPoolGrad", _max_pool_grad_kernel, dtypes=FLOAT, family="nn",
     shape_fn=_input_shape_fn("MaxPoolGrad"), vjp=_max_pool_grad_vjp, saves=(0,),
     reference=_ref_max_pool_grad, samples=_grad_samples("max_grad"),
-    bad_samples=_bad_samples("max_grad"))
+    bad_samples=_bad_samples("max_grad"), sweep_dtypes=_SWEEP)
 MAX_POOL_GRAD_GRAD = registry.primitive(
     "MaxPoolGradGrad", _max_pool_grad_grad_kernel, dtypes=FLOAT, family="nn",
     shape_fn=_pooled_shape_fn("MaxPoolGradGrad"), vjp=_max_pool_grad_grad_vjp, saves=(0,),
     reference=_ref_max_pool_grad_grad, samples=_grad_samples("max_grad_grad"),
-    bad_samples=_bad_samples("max_grad_grad"))
+    bad_samples=_bad_samples("max_grad_grad"), sweep_dtypes=_SWEEP)
 AVG_POOL = registry.primitive(
     "AvgPool", _avg_pool_kernel, dtypes=FLOAT, family="nn", shape_fn=_pooled_shape_fn("AvgPool"),
     vjp=_avg_pool_vjp, saves=(0,), reference=_ref_pool("avg"), samples=_pool_samples,
-    bad_samples=_bad_samples("pool"))
+    bad_samples=_bad_samples("pool"), sweep_dtypes=_SWEEP)
 AVG_POOL_GRAD = registry.primitive(
     "AvgPoolGrad", _avg_pool_grad_kernel, dtypes=FLOAT, family="nn",
     shape_fn=_avg_grad_shape_fn, vjp=_avg_pool_grad_vjp, saves=(),
     reference=_ref_avg_pool_grad, samples=_grad_samples("avg_grad"),
-    bad_samples=_bad_samples("avg_grad"))
+    bad_samples=_bad_samples("avg_grad"), sweep_dtypes=_SWEEP)
 
 
 # --------------------------------------------------------------------------------------------

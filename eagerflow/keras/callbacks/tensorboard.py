@@ -26,19 +26,7 @@ import numpy as np
 from eagerflow.summary import summary_ops
 from eagerflow.summary.writer import create_file_writer, create_noop_writer
 
-try:  # The Keras base class when Keras is present (it always is in a full install).
-    from eagerflow.keras.callbacks.callback import Callback as _Base
-except ImportError:  # pragma: no cover - keras is part of eagerflow
-    class _Base:
-        def __init__(self):
-            self.model = None
-            self.params = {}
-
-        def set_params(self, params):
-            self.params = params
-
-        def set_model(self, model):
-            self.model = model
+from eagerflow.keras.callbacks.callback import Callback as _Base
 
 __all__ = ["TensorBoard"]
 
@@ -66,7 +54,7 @@ class TensorBoard(_Base):
 
     Example:
         >>> import tempfile, numpy as np, eagerflow as ef
-        >>> from eagerflow.summary.keras_callback import TensorBoard
+        >>> from eagerflow.keras.callbacks.tensorboard import TensorBoard
         >>> model = ef.keras.Sequential([ef.keras.layers.Dense(1)])
         >>> model.compile("sgd", "mse")
         >>> cb = TensorBoard(tempfile.mkdtemp())

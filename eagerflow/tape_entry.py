@@ -1,0 +1,44 @@
+"""What a gradient tape records: one :class:`Entry` per op.
+
+An entry holds the primitive (or a custom backward function), the ids linking its inputs and
+outputs to other entries, and only the values its gradient rule declares it reads. The tape
+(:mod:`eagerflow.tape`) appends entries as ops run; its recording fast path
+(:mod:`eagerflow.tape_plan`) follows a plan instead and turns it into entries when needed.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Entry", "is_float"]
+
+
+class Entry:
+    """One recorded op: what its gradient rule needs, and the ids linking it to others."""
+
+    __slots__ = ("prim", "input_ids", "input_shapes", "input_float", "inputs", "out", "attrs",
+                 "output_ids", "output_meta", "backward")
+
+    def __init__(self, prim, input_ids, input_shapes, input_float, inputs, out, attrs,
+                 output_ids, output_meta, backward=None):
+        self.prim = prim
+        self.input_ids = input_ids
+        self.input_shapes = input_shapes
+        self.input_float = input_float
+        self.inputs = inputs
+        self.out = out
+        self.attrs = attrs
+        self.output_ids = output_ids
+        self.output_meta = output_meta  # (shape, DType, device) per output, for zero fills
+        self.backward = backward  # custom backward (custom_gradient), else None
+
+    @property
+    def name(self):
+        return self.prim.name if self.prim is not None else "CustomGradient"
+
+    @property
+    def differentiable(self):
+        return self.backward is not None or (self.prim is not None and self.prim.vjp is not None)
+
+
+def is_float(dtype_np):
+    """Whether a numpy dtype takes gradients (floating or complex, bfloat16 included)."""
+    return dtype_np.kind in "fc" or dtype_np.name == "bfloat16"

@@ -1,0 +1,213 @@
+"""The convolution and pooling kernels' paths, each against the loop references.
+
+Convolution: the accumulating-GEMM input gradient (unit strides, one group) and its
+fallbacks (strides, groups, depthwise), the filter gradient in both GEMM orientations.
+Pooling: the disjoint-window assignment and the overlapping scatter, with finite and
+non-finite gradients, ties, odd shapes and the half types.
+"""
+
+import numpy as np
+import pytest
+
+import eagerflow as ef
+from eagerflow import dtypes
+from eagerflow.backend import cpu_blas
+from eagerflow.ops.nn import conv_kernels as K
+from eagerflow.ops.nn import pool_ops as P
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.nn.window_geometry import conv_geometry
+
+RNG = np.random.default_rng(31)
+DTYPES = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+TOL = {"float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-5),
+       "float64": (1e-10, 1e-12)}
+
+
+def uniform(shape, dtype):
+    return RNG.uniform(-1.0, 1.0, size=shape).astype(dtype.np_dtype)
+
+
+def close(got, expected, dtype):
+    got = np.asarray(got.numpy())
+    assert got.shape == np.shape(expected) and got.dtype == np.asarray(expected).dtype
+    rtol, atol = TOL[dtype.name]
+    np.testing.assert_allclose(got.astype(np.float64), np.asarray(expected).astype(np.float64),
+                               rtol=rtol, atol=atol)
+
+
+def attrs(nd, strides=1, dilations=1, padding="SAME", fmt=None):
+    return K._attrs(nd, strides, dilations, padding, fmt)
+
+
+# (input shape, filter shape, attrs): unit strides take the accumulating-GEMM input
+# gradient; the rest are its fallbacks.
+CONV_CASES = [
+    ((2, 6, 5, 8), (3, 3, 8, 4), attrs(2)),                                  # SAME
+    ((1, 7, 6, 8), (3, 2, 8, 3), attrs(2, padding="VALID")),                 # batch 1
+    ((2, 9, 9, 8), (3, 3, 8, 5), attrs(2, dilations=2, padding="VALID")),    # dilation
+    ((1, 5, 4, 9), (2, 3, 9, 2), attrs(2, padding=((2, 1), (0, 2)))),        # explicit
+    ((1, 8, 6, 5), (3, 3, 8, 2), attrs(2, fmt="NCHW")),                      # channels first
+    ((2, 11, 8), (4, 8, 2), attrs(1, dilations=3)),                          # 1-D
+    ((1, 4, 5, 3, 8), (2, 3, 2, 8, 3), attrs(3, padding="VALID")),           # 3-D
+    ((1, 5, 5, 8), (1, 1, 8, 3), attrs(2)),                                  # 1x1: no shift
+    ((0, 5, 5, 8), (3, 3, 8, 2), attrs(2)),                                  # empty batch
+    ((2, 6, 5, 3), (3, 3, 3, 4), attrs(2)),                                  # fallback: C < 8
+    ((2, 7, 7, 8), (3, 3, 8, 4), attrs(2, strides=2)),                       # fallback: stride
+    ((1, 5, 5, 16), (3, 3, 8, 6), attrs(2)),                                 # fallback: groups
+    ((1, 28, 28, 1), (3, 3, 1, 32), attrs(2, padding="VALID")),              # O > K*C
+]
+
+
+def _dy_shape(xs, ws, a):
+    return conv_geometry(xs, ws, depthwise=False, **a).out_shape(a["data_format"])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("xs,ws,a", CONV_CASES)
+def test_conv_kernels_match_references(xs, ws, a, dtype):
+    x, w = uniform(xs, dtype), uniform(ws, dtype)
+    dy = uniform(_dy_shape(xs, ws, a), dtype)
+    cases = [(K.CONV, (x, w), a),
+             (K.CONV_BACKPROP_INPUT, (dy, w), dict(a, input_shape=xs)),
+             (K.CONV_BACKPROP_FILTER, (x, dy), dict(a, filter_shape=ws))]
+    for prim, args, at in cases:
+        got = execute(prim, tuple(ef.constant(v) for v in args), at)
+        close(got, prim.reference(*args, **at), dtype)
+
+
+@pytest.mark.parametrize("xs,ws,a", [c for c in CONV_CASES[:8] if c[0][0]])
+def test_unit_stride_input_gradient_is_the_scatter_form(xs, ws, a):
+    # The accumulating-GEMM path against the column-and-scatter path it replaces, on one
+    # geometry: the strided fallback code run with the same (unit) strides.
+    x = uniform(xs, dtypes.float64)
+    w = uniform(ws, dtypes.float64)
+    g = conv_geometry(xs, ws, depthwise=False, **a)
+    dy = uniform(g.out_shape(a["data_format"]), dtypes.float64)
+    if a["data_format"] == "NCHW":
+        dy = np.moveaxis(dy, 1, -1)
+    fast = K._conv_backprop_input(np, dy, w, g, a["strides"], a["dilations"])
+    # groups=1 read as one group of a grouped filter takes the scatter branch.
+    cols = (dy.reshape(-1, g.o) @ w.reshape(-1, g.o).T).reshape(
+        (g.n,) + g.out_sp + g.k + (g.c,))
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(g.in_sp, g.pads))
+    dxp = np.zeros((g.n,) + padded + (g.c,))
+    lead = (slice(None),) * (1 + len(g.k))
+    for tap, index in K.tap_slices(g.k, g.out_sp, a["strides"], a["dilations"]):
+        dxp[index] += cols[lead + tap]
+    expected = K.crop_spatial(np, dxp, g.pads, g.in_sp)
+    np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-12)
+    assert x.shape == xs
+
+
+@pytest.mark.parametrize("xs,ws,a,gemms", [
+    ((2, 6, 5, 8), (3, 3, 8, 4), attrs(2), 9),                      # unit strides, 8 channels
+    ((1, 4, 5, 3, 8), (2, 3, 2, 8, 3), attrs(3, padding="VALID"), 12),
+    ((2, 6, 5, 3), (3, 3, 3, 4), attrs(2), 0),                      # 3 channels: scatter
+    ((2, 7, 7, 8), (3, 3, 8, 4), attrs(2, strides=2), 0),           # strided: scatter
+])
+def test_input_gradient_path_through_dispatch(monkeypatch, xs, ws, a, gemms):
+    # The kernels run through the registry (with eagerflow's numpy backend as xp): the
+    # accumulating GEMM must be the path taken there, not only when called with numpy.
+    calls = []
+    real = cpu_blas.gemm_accumulate
+
+    def counted(c, x, y):
+        calls.append(c.shape)
+        real(c, x, y)
+
+    monkeypatch.setattr(cpu_blas, "gemm_accumulate", counted)
+    dy = uniform(_dy_shape(xs, ws, a), dtypes.float32)
+    w = uniform(ws, dtypes.float32)
+    at = dict(a, input_shape=xs)
+    got = execute(K.CONV_BACKPROP_INPUT, (ef.constant(dy), ef.constant(w)), at)
+    assert len(calls) == gemms
+    close(got, K.CONV_BACKPROP_INPUT.reference(dy, w, **at), dtypes.float32)
+
+
+def test_conv_gradients_through_the_tape_in_function_equal_eager():
+    x = ef.constant(uniform((2, 8, 8, 3), dtypes.float32))
+    w = ef.Variable(uniform((3, 3, 3, 4), dtypes.float32))
+
+    def loss():
+        with ef.GradientTape() as tape:
+            y = ef.nn.conv2d(x, w, 1, "SAME")
+            out = ef.reduce_sum(y * y)
+        return tape.gradient(out, w)
+
+    np.testing.assert_allclose(ef.function(loss)().numpy(), loss().numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+# Pooling -------------------------------------------------------------------------------------
+
+def pattrs(nd, ksize, strides=None, padding="VALID", fmt=None, dilations=1):
+    return P._attrs(nd, ksize, strides, padding, fmt, dilations)
+
+
+POOL_CASES = [
+    ((2, 6, 6, 3), pattrs(2, 2)),                           # disjoint, exact cover
+    ((2, 7, 5, 3), pattrs(2, 2)),                           # disjoint, VALID drops the edge
+    ((1, 5, 5, 2), pattrs(2, 2, 2, "SAME")),                # disjoint with padding
+    ((1, 7, 7, 2), pattrs(2, 2, 3)),                        # stride > window: gaps
+    ((1, 2, 6, 6), pattrs(2, 3, 3, "SAME", "NCHW")),        # channels first
+    ((1, 7, 7, 2), pattrs(2, 3, 2, "SAME")),                # overlapping
+    ((1, 7, 7, 2), pattrs(2, 2, 1, "SAME", dilations=2)),   # dilation (overlapping)
+    ((2, 9, 3), pattrs(1, 3)),                              # 1-D disjoint
+    ((1, 4, 4, 4, 2), pattrs(3, 2, 1)),                     # 3-D overlapping
+    ((1, 3, 3, 1), pattrs(2, 3)),                           # one window
+    ((0, 4, 4, 2), pattrs(2, 2)),                           # empty batch
+]
+
+
+def _pool_out(shape, a):
+    return P._geometry(shape, a).out_shape
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape,a", POOL_CASES)
+def test_pool_kernels_match_references(shape, a, dtype):
+    x = P._values(RNG, shape, dtype)
+    x = np.maximum(x, 0).astype(x.dtype)        # zeros after a relu: ties in many windows
+    g = uniform(_pool_out(shape, a), dtype)
+    h = uniform(shape, dtype)
+    for prim, args, at in [(P.MAX_POOL, (x,), a), (P.AVG_POOL, (x,), a),
+                           (P.MAX_POOL_GRAD, (x, g), a), (P.MAX_POOL_GRAD_GRAD, (x, h), a),
+                           (P.AVG_POOL_GRAD, (g,), dict(a, input_shape=shape))]:
+        got = execute(prim, tuple(ef.constant(v) for v in args), at)
+        close(got, prim.reference(*args, **at), dtype)
+
+
+@pytest.mark.parametrize("shape,a", [POOL_CASES[0], POOL_CASES[5]])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_max_pool_grad_keeps_non_finite_gradients_in_their_window(shape, a, bad):
+    x = P._values(RNG, shape, dtypes.float64)
+    g = uniform(_pool_out(shape, a), dtypes.float64)
+    g.reshape(-1)[1] = bad
+    got = execute(P.MAX_POOL_GRAD, (ef.constant(x), ef.constant(g)), a).numpy()
+    expected = P.MAX_POOL_GRAD.reference(x, g, **a)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    h = uniform(shape, dtypes.float64)
+    h.reshape(-1)[:3] = bad
+    got = execute(P.MAX_POOL_GRAD_GRAD, (ef.constant(x), ef.constant(h)), a).numpy()
+    np.testing.assert_array_equal(got, P.MAX_POOL_GRAD_GRAD.reference(x, h, **a))
+
+
+def test_max_pool_grad_nan_input_routes_to_the_first_nan():
+    x = np.array([[1.0, 2.0], [np.nan, np.nan]]).reshape(1, 2, 2, 1)
+    a = pattrs(2, 2)
+    got = execute(P.MAX_POOL_GRAD, (ef.constant(x), ef.constant(np.ones((1, 1, 1, 1)))), a)
+    np.testing.assert_array_equal(got.numpy().ravel(), [0.0, 0.0, 1.0, 0.0])
+
+
+def test_pool_gradients_in_function_equal_eager():
+    x0 = ef.constant(P._values(RNG, (2, 8, 8, 3), dtypes.float32))
+
+    def grads(x):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            y = ef.nn.max_pool2d(x, 2, 2, "VALID") + ef.nn.avg_pool2d(x, 3, 2, "SAME")[:, :4]
+            out = ef.reduce_sum(y * y)
+        return tape.gradient(out, x)
+
+    np.testing.assert_array_equal(ef.function(grads)(x0).numpy(), grads(x0).numpy())

@@ -32,7 +32,7 @@ LAYERS = (
     ("L0 backend", ("_launch_env", "errors", "nest", "backend", "io")),
     ("L1 core", ("dtypes", "tensor_shape", "tensor", "framework", "variables", "indexed_slices")),
     ("L2 ops", ("ops", "_api", "math", "nn", "linalg", "random", "bitwise", "strings", "ragged",
-                "utils")),
+                "sparse", "image", "utils")),
     ("L3 tape", ("tape", "tape_entry", "tape_plan", "autodiff", "custom_gradient")),
     # The root package is the core namespace: it imports function and below, never the
     # libraries (those load lazily on attribute access), so the libraries may import it.

@@ -18,6 +18,9 @@ ALLOWED = {
     ("eagerflow.ops.strings.string_split_ops", "eagerflow.ragged.ragged_tensor"):
         "the string split ops return RaggedTensors, and RaggedTensor computes with ops "
         "(through eagerflow._api): both are the op layer, in two packages",
+    ("eagerflow.ops.io.example", "eagerflow.sparse.sparse_tensor"):
+        "parsing a VarLenFeature gives a SparseTensor, and SparseTensor computes with ops "
+        "(through eagerflow._api): both are the op layer, in two packages",
 }
 
 

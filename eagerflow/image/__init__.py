@@ -13,7 +13,7 @@ from eagerflow.image.image_ops import (  # noqa: F401
     random_brightness, random_contrast, random_crop, random_flip_left_right,
     random_flip_up_down, resize, resize_with_crop_or_pad, rgb_to_grayscale, rgb_to_hsv,
 )
-from eagerflow.io.image_codecs import (  # noqa: F401
+from eagerflow.ops.io.image_codecs import (  # noqa: F401
     decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png,
 )
 

@@ -20,12 +20,12 @@ from eagerflow.io import atomic, bundle  # noqa: F401
 # bundle alone, and should not pay for protobuf messages, CSV or image codecs.
 _LAZY = {
     "gfile": "eagerflow.io.gfile", "tfrecord": "eagerflow.io.tfrecord",
-    "FixedLenFeature": "eagerflow.io.example", "VarLenFeature": "eagerflow.io.example",
-    "parse_example": "eagerflow.io.example", "parse_single_example": "eagerflow.io.example",
-    "parse_tensor": "eagerflow.io.example", "serialize_tensor": "eagerflow.io.example",
-    "decode_image": "eagerflow.io.image_codecs", "decode_jpeg": "eagerflow.io.image_codecs",
-    "decode_png": "eagerflow.io.image_codecs", "encode_jpeg": "eagerflow.io.image_codecs",
-    "encode_png": "eagerflow.io.image_codecs", "TFRecordOptions": "eagerflow.io.tfrecord",
+    "FixedLenFeature": "eagerflow.ops.io.example", "VarLenFeature": "eagerflow.ops.io.example",
+    "parse_example": "eagerflow.ops.io.example", "parse_single_example": "eagerflow.ops.io.example",
+    "parse_tensor": "eagerflow.ops.io.example", "serialize_tensor": "eagerflow.ops.io.example",
+    "decode_image": "eagerflow.ops.io.image_codecs", "decode_jpeg": "eagerflow.ops.io.image_codecs",
+    "decode_png": "eagerflow.ops.io.image_codecs", "encode_jpeg": "eagerflow.ops.io.image_codecs",
+    "encode_png": "eagerflow.ops.io.image_codecs", "TFRecordOptions": "eagerflow.io.tfrecord",
     "TFRecordWriter": "eagerflow.io.tfrecord", "decode_csv": "eagerflow.ops.io.csv_ops",
     "matching_files": "eagerflow.ops.io.file_ops", "read_file": "eagerflow.ops.io.file_ops",
     "write_file": "eagerflow.ops.io.file_ops",

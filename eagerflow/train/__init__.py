@@ -30,7 +30,7 @@ _EXAMPLE_NAMES = ("Example", "SequenceExample", "Features", "Feature", "FeatureL
 
 def __getattr__(name):
     if name in _EXAMPLE_NAMES:
-        from eagerflow.io import example
+        from eagerflow.ops.io import example
 
         value = getattr(example, name)
         globals()[name] = value

@@ -45,6 +45,10 @@ from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F4
 from eagerflow.function import function  # noqa: E402,F401
 from eagerflow.function.control_flow import case, cond, switch_case, while_loop  # noqa
 from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
+from eagerflow.ops.tensor_array_ops import TensorArray  # noqa: E402,F401
+from eagerflow.function.functional_ops import (  # noqa: E402,F401
+    foldl, foldr, map_fn, scan, vectorized_map,
+)
 
 
 # Heavier subpackages load on first use, keeping ``import eagerflow`` fast.

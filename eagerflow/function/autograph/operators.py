@@ -18,6 +18,7 @@ import numpy as np
 
 from eagerflow import nest
 from eagerflow.framework import context
+from eagerflow.function import composite
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
 from eagerflow.tensor import Tensor, convert_to_tensor
 
@@ -81,7 +82,7 @@ def _tensorlike(value):
         return False
     for leaf in leaves:
         if isinstance(leaf, (Tensor, np.ndarray, np.generic)) or getattr(
-                leaf, "_is_variable", False):
+                leaf, "_is_variable", False) or composite.is_composite(leaf):
             continue
         if isinstance(leaf, (bool, int, float, complex)) and not isinstance(
                 leaf, (Undefined, UndefinedReturnValue)):
@@ -342,7 +343,8 @@ def _as_dataset(value):
 def _loop_value(value):
     """A loop variable's entry value: Python numbers and arrays become tensors."""
     return nest.map_structure(
-        lambda v: v if isinstance(v, Tensor) else convert_to_tensor(v), value)
+        lambda v: v if isinstance(v, Tensor) or composite.is_composite(v)
+        else convert_to_tensor(v), value)
 
 
 def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opts,
@@ -531,6 +533,13 @@ def _check_loop_var(name, before, after, invariant):
                 name, _where(), _describe_nest(before), _describe_nest(after))) from None
     flat_after = []
     for x, y in zip(nest.flatten(before), nest.flatten(after)):
+        if composite.is_composite(x):
+            if type(y) is not type(x):
+                raise TypeError("'%s' is a %s before the loop, but a %s after one "
+                                "iteration%s." % (name, type(x).__name__, type(y).__name__,
+                                                  _where()))
+            flat_after.append(y)
+            continue
         y = y if isinstance(y, Tensor) else convert_to_tensor(y, dtype=x.dtype)
         if x.dtype is not y.dtype:
             raise TypeError(

@@ -49,6 +49,7 @@ from eagerflow.ops.tensor_array_ops import TensorArray  # noqa: E402,F401
 from eagerflow.function.functional_ops import (  # noqa: E402,F401
     foldl, foldr, map_fn, scan, vectorized_map,
 )
+from eagerflow.function.py_function import numpy_function, py_function  # noqa: E402,F401
 
 
 # Heavier subpackages load on first use, keeping ``import eagerflow`` fast.

@@ -91,9 +91,25 @@ def _shape(*avals, token, Tout, numpy_args):
     return tuple(AbstractValue(None, d.as_dtype(t)) for t in Tout)
 
 
+def _sample_square(t):
+    return t * t
+
+
+_SAMPLE_TOKEN = None
+
+
+def _samples(rng, dtype):
+    global _SAMPLE_TOKEN
+    if _SAMPLE_TOKEN is None:
+        _SAMPLE_TOKEN = _register(_sample_square)
+    x = rng.standard_normal((3,)).astype(dtype.np_dtype)
+    return [((x,), {"token": _SAMPLE_TOKEN, "Tout": (dtype.name,), "numpy_args": False})]
+
+
 PY_FUNCTION = registry.primitive(
     "PyFunction", _kernel, family="control", shape_fn=_shape, stateful=True, variadic=True,
-    dtype_group=(), num_outputs=lambda attrs: len(attrs["Tout"]))
+    dtype_group=(), num_outputs=lambda attrs: len(attrs["Tout"]), samples=_samples,
+    sweep_dtypes=(d.float64,))
 
 
 def runs_python(node):

@@ -129,16 +129,41 @@ def _reserve_shape(size, *, dtype, element_shape):
     return AbstractValue((None,) + tuple(element_shape), d.as_dtype(dtype))
 
 
+def _reserve_reference(size, *, dtype, element_shape):
+    return np.zeros((int(size),) + tuple(element_shape), d.as_dtype(dtype).np_dtype)
+
+
+def _reserve_samples(rng, dtype):
+    return [((np.array(3, dtype.np_dtype),), {"dtype": "float32", "element_shape": (2,)}),
+            ((np.array(0, dtype.np_dtype),), {"dtype": "int32", "element_shape": ()})]
+
+
+def _unscatter_reference(g, buf, indices):
+    out = np.array(g[:buf.shape[0]], copy=True)
+    idx = _rows(indices)
+    out[idx[idx < buf.shape[0]]] = 0
+    return out
+
+
+def _unscatter_samples(rng, dtype):
+    np_dtype = dtype.np_dtype
+    g = rng.standard_normal((5, 2)).astype(np_dtype)
+    buf = rng.standard_normal((4, 2)).astype(np_dtype)
+    return [((g, buf, np.array([1, 4], np.int32)), {})]
+
+
 TENSOR_ARRAY_RESERVE = registry.primitive(
     "TensorArrayReserve", _reserve_kernel, family="array", shape_fn=_reserve_shape,
-    dtypes=(d.int32, d.int64))
+    dtypes=(d.int32, d.int64), reference=_reserve_reference, samples=_reserve_samples,
+    sweep_dtypes=(d.int32,))
 TENSOR_ARRAY_SCATTER = registry.primitive(
     "TensorArrayScatter", _scatter_kernel, family="array", dtype_group=(0, 2),
     shape_fn=_scatter_shape, reference=_scatter_reference, samples=_scatter_samples,
     sweep_dtypes=(d.float32, d.float64))
 TENSOR_ARRAY_UNSCATTER = registry.primitive(
     "TensorArrayUnscatter", _unscatter_kernel, family="array", dtype_group=(0, 1),
-    shape_fn=_unscatter_shape)
+    shape_fn=_unscatter_shape, reference=_unscatter_reference, samples=_unscatter_samples,
+    sweep_dtypes=(d.float32, d.float64))
 
 
 @registry.defvjp(TENSOR_ARRAY_SCATTER, saves=(0, 1))

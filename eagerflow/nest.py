@@ -48,8 +48,36 @@ def _children(structure):
     return list(structure)
 
 
+def _is_composite(structure):
+    """A value made of tensors that traced functions take apart (``PerReplica``): it has
+    ``_nest_composite = True``, ``_composite_components()`` and ``_from_components(list)``."""
+    return getattr(structure, "_nest_composite", False)
+
+
+def _is_nested_or_composite(structure):
+    return is_nested(structure) or _is_composite(structure)
+
+
+def _children_or_components(structure):
+    if _is_composite(structure):
+        return list(structure._composite_components())
+    return _children(structure)
+
+
+def _rebuild_or_compose(structure, children):
+    if _is_composite(structure):
+        return structure._from_components(children)
+    return _rebuild(structure, children)
+
+
 def flatten(structure, expand_composites=False):
-    """Returns the leaves of ``structure`` in TF's order (a leaf gives ``[leaf]``)."""
+    """Returns the leaves of ``structure`` in TF's order (a leaf gives ``[leaf]``).
+
+    With ``expand_composites=True`` composite values (a strategy's ``PerReplica``) are
+    taken apart into their components too.
+    """
+    if expand_composites:
+        return _flatten_expanding(structure)
     if not is_nested(structure):
         return [structure]
     out = []
@@ -59,6 +87,18 @@ def flatten(structure, expand_composites=False):
         item = stack.pop()
         if is_nested(item):
             stack.extend(reversed(_children(item)))
+        else:
+            out.append(item)
+    return out
+
+
+def _flatten_expanding(structure):
+    out = []
+    stack = [structure]
+    while stack:
+        item = stack.pop()
+        if _is_nested_or_composite(item):
+            stack.extend(reversed(_children_or_components(item)))
         else:
             out.append(item)
     return out
@@ -94,7 +134,10 @@ def pack_sequence_as(structure, flat_sequence, expand_composites=False):
         ValueError: If the number of leaves differs.
     """
     flat_sequence = list(flat_sequence)
-    if not is_nested(structure):
+    nested, children, rebuild = (
+        (_is_nested_or_composite, _children_or_components, _rebuild_or_compose)
+        if expand_composites else (is_nested, _children, _rebuild))
+    if not nested(structure):
         if len(flat_sequence) != 1:
             raise ValueError("Structure is a single leaf but %d values were given"
                              % len(flat_sequence))
@@ -102,13 +145,13 @@ def pack_sequence_as(structure, flat_sequence, expand_composites=False):
     position = [0]
 
     def build(node):
-        if not is_nested(node):
+        if not nested(node):
             value = flat_sequence[position[0]]
             position[0] += 1
             return value
-        return _rebuild(node, [build(c) for c in _children(node)])
+        return rebuild(node, [build(c) for c in children(node)])
 
-    count = len(flatten(structure))
+    count = len(flatten(structure, expand_composites))
     if count != len(flat_sequence):
         raise ValueError("Structure has %d leaves but flat_sequence has %d elements"
                          % (count, len(flat_sequence)))
@@ -153,11 +196,19 @@ def map_structure(func, *structures, check_types=True, expand_composites=False):
     return pack_sequence_as(structures[0], [func(*xs) for xs in zip(*flats)])
 
 
-def flatten_with_paths(structure):
-    """Returns ``[(path_tuple, leaf), ...]`` in flatten order."""
+def flatten_with_paths(structure, expand_composites=False):
+    """Returns ``[(path_tuple, leaf), ...]`` in flatten order.
+
+    With ``expand_composites=True`` a composite's components get paths
+    ``(..., TypeName, i)``, so a PerReplica and a tuple of the same length differ.
+    """
     out = []
 
     def walk(node, path):
+        if expand_composites and _is_composite(node):
+            for i, c in enumerate(node._composite_components()):
+                walk(c, path + (type(node).__name__, i))
+            return
         if not is_nested(node):
             out.append((path, node))
             return

@@ -61,6 +61,22 @@ class _CreatorStack(threading.local):
 _creators = _CreatorStack()
 
 
+def creator_stack():
+    """This thread's creator stack (a tuple), to install on a helper thread."""
+    return _creators.stack
+
+
+def set_creator_stack(stack):
+    """Replaces this thread's creator stack; returns the previous one.
+
+    For code that runs a caller's work on another thread (a strategy's replica threads),
+    so variables made there go through the caller's creators.
+    """
+    previous = _creators.stack
+    _creators.stack = tuple(stack)
+    return previous
+
+
 @contextlib.contextmanager
 def variable_creator_scope(variable_creator):
     """Pushes ``variable_creator(next_creator, **kwargs)`` for variables made in the block.

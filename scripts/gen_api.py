@@ -42,7 +42,7 @@ DOCS = {
     "dtypes": "``eagerflow.dtypes`` conversion functions.",
     "strings": "``eagerflow.strings``: operations on string tensors (``tf.strings``).",
 }
-EXTRA_MODULES = ("creation_ops", "linalg_decomp", "random_generator")
+EXTRA_MODULES = ("creation_ops", "linalg_decomp", "random_generator", "replica_losses")
 
 
 def collect():

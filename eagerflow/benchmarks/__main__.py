@@ -57,6 +57,7 @@ def main(argv=None):
             _fmt(times.get("tensorflow")), workload.note))
 
     _run_gpu(args.filter, min_time)
+    _run_distribute(args.filter, args.quick)
 
     if not args.filter or "import" in args.filter:
         np_t = import_time("numpy")
@@ -69,6 +70,21 @@ def main(argv=None):
             "%.3f s" % extra["tensorflow"] if extra.get("tensorflow") else "-",
             "eagerflow - numpy = %.3f s (target < 0.3 s)" % (ef_t - np_t)))
     return 0
+
+
+def _run_distribute(name_filter, quick):
+    """The distribution workloads, in a child process that configures logical CPUs."""
+    import subprocess
+
+    from eagerflow.benchmarks import distribute_workloads
+
+    if not any(name_filter in name for name, _ in distribute_workloads.WORKLOADS):
+        return
+    print()
+    sys.stdout.flush()
+    command = [sys.executable, "-m", "eagerflow.benchmarks.distribute_workloads",
+               "--filter", name_filter] + (["--quick"] if quick else [])
+    subprocess.run(command, check=False, timeout=1800)
 
 
 def _run_gpu(name_filter, min_time):

@@ -1,7 +1,24 @@
-"""``eagerflow.distribute``: distribution strategies.
+"""``eagerflow.distribute``: distribution strategies (TF 2's ``tf.distribute``).
 
-This package is where MirroredStrategy, MultiWorkerMirroredStrategy (MPI) and
-ParameterServerStrategy will live, on top of a small Communicator interface. None of them
-is implemented yet; the in-process rendezvous that a remote transport will plug into is in
-:mod:`eagerflow.function.rendezvous`.
+``MirroredStrategy`` (several devices of one process), ``OneDeviceStrategy`` and the
+default strategy, built on a small Communicator interface (``communicator``) that the
+multi-worker strategy implements over MPI. See ``distribute_lib`` for the contexts.
+
+Example:
+    >>> import eagerflow as ef
+    >>> ef.distribute.has_strategy()
+    False
 """
+
+from eagerflow.distribute.communicator import Communicator, LocalCommunicator  # noqa: F401
+from eagerflow.distribute.distribute_lib import (  # noqa: F401
+    ReduceOp, ReplicaContext, Strategy, StrategyExtended, experimental_set_strategy,
+    get_cross_replica_context, get_replica_context, get_strategy, has_strategy,
+    in_cross_replica_context,
+)
+from eagerflow.distribute.mirrored_strategy import (  # noqa: F401
+    MirroredStrategy, OneDeviceStrategy,
+)
+from eagerflow.distribute.values import (  # noqa: F401
+    DistributedValues, Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable,
+)

@@ -153,7 +153,8 @@ class ConcreteFunction:
         single = self.__dict__.get("_single")
         if single is None:
             single = (len(self._flat_output_map) == 1 and self._flat_output_map[0][0] == "out"
-                      and not nest.is_nested(self.structured_outputs))
+                      and not nest.is_nested(self.structured_outputs)
+                      and not getattr(self.structured_outputs, "_nest_composite", False))
             self._single = single
         return single
 
@@ -323,6 +324,9 @@ def _make_packer(structure, output_map):
             parts = dict(zip(keys, [build(node[k]) for k in keys]))
             order = list(node)
             return lambda out: {k: parts[k](out) for k in order}
+        if getattr(node, "_nest_composite", False):  # a PerReplica result
+            parts = [build(c) for c in node._composite_components()]
+            return lambda out, _n=node: _n._from_components([p(out) for p in parts])
         if nest.is_nested(node):
             raise _Fallback
         kind, payload = next(leaves)
@@ -335,7 +339,7 @@ def _make_packer(structure, output_map):
     except _Fallback:
         def slow(outputs):
             flat = [outputs[p] if k == "out" else p for k, p in output_map]
-            return nest.pack_sequence_as(structure, flat)
+            return nest.pack_sequence_as(structure, flat, expand_composites=True)
         return slow
 
 

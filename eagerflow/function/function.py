@@ -293,7 +293,7 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
             tape.watch([p for p in placeholders if p.dtype.is_floating or p.dtype.is_complex])
             result = python_function(*symbolic_args.args, **symbolic_args.kwargs)
         output_map = []
-        for leaf in nest.flatten(result):
+        for leaf in nest.flatten(result, expand_composites=True):
             if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
                 t = tracer.to_symbolic(leaf)
                 graph.outputs.append((t._node, t._index))
@@ -309,7 +309,7 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
 
 
 def _output_tid(graph, node, index, result):
-    for leaf in nest.flatten(result):
+    for leaf in nest.flatten(result, expand_composites=True):
         if isinstance(leaf, SymbolicTensor) and leaf._node is node and leaf._index == index:
             return leaf._tid
     return 0

@@ -30,11 +30,12 @@ __all__ = ["Graph", "Node", "BUILTIN_OPS"]
 BUILTIN_OPS = frozenset((
     "Placeholder", "Const", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
     "AssignSubVariableOp", "Print", "If", "Case", "While", "Assert", "Call", "Send", "Recv",
+    "CollectiveReduce", "CollectiveGather",
 ))
 
 STATEFUL_BUILTINS = frozenset((
     "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-    "Print", "Send", "Recv",
+    "Print", "Send", "Recv", "CollectiveReduce", "CollectiveGather",
 ))
 
 

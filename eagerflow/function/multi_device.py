@@ -29,7 +29,9 @@ Example:
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
+import weakref
 
 from eagerflow.framework import context
 from eagerflow.function import executor as executor_lib
@@ -53,6 +55,15 @@ class _Frame(threading.local):
 
 
 _frame = _Frame()
+
+
+def current_frame():
+    """``(rendezvous, step_id, deadline)`` of the multi-device call running on this thread,
+    or None outside one (collective nodes meet their peers through it)."""
+    frame = _frame
+    if frame.rendezvous is None:
+        return None
+    return frame.rendezvous, frame.step_id, frame.deadline
 
 
 def make_executor(graph):
@@ -126,6 +137,8 @@ class MultiDeviceExecutor:
         self.output_devices = [
             None if node.op == "Placeholder" else self.placement[node.id]
             for node, _ in graph.outputs]
+        self._threads = None
+        self._threads_lock = threading.Lock()
 
     @property
     def devices(self):
@@ -158,17 +171,65 @@ class MultiDeviceExecutor:
             finally:
                 _frame.rendezvous, _frame.step_id, _frame.deadline = saved
 
-        threads = [threading.Thread(target=work, args=(k,), daemon=True,
-                                    name="eagerflow-%s" % parts[k].device.name)
-                   for k in range(1, len(parts))]
-        for thread in threads:
-            thread.start()
-        work(0)
-        for thread in threads:
-            thread.join()
+        if self._threads_lock.acquire(blocking=False):
+            # The usual case: this executor's own device threads, started once (starting
+            # threads per call cost about 70 us a thread).
+            try:
+                if self._threads is None:
+                    self._threads = _DeviceThreads(
+                        ["eagerflow-%s" % p.device.name for p in parts[1:]])
+                    # The threads end when the executor is collected.
+                    weakref.finalize(self, self._threads.close)
+                self._threads.run(work, len(parts))
+            finally:
+                self._threads_lock.release()
+        else:
+            # The same executor called again while running (from another thread):
+            # threads of this call's own.
+            threads = [threading.Thread(target=work, args=(k,), daemon=True,
+                                        name="eagerflow-%s" % parts[k].device.name)
+                       for k in range(1, len(parts))]
+            for thread in threads:
+                thread.start()
+            work(0)
+            for thread in threads:
+                thread.join()
         if any(f is not None for f in failures):
             raise _first_cause(failures)
         return [results[k][i] for k, i in self.partitioned.outputs]
+
+
+class _DeviceThreads:
+    """Persistent threads for partitions 1..n-1 of one executor (the caller runs 0)."""
+
+    def __init__(self, names):
+        self._tasks = [queue.SimpleQueue() for _ in names]
+        self._done = queue.SimpleQueue()
+        for tasks, name in zip(self._tasks, names):
+            threading.Thread(target=self._loop, args=(tasks,), daemon=True,
+                             name=name).start()
+
+    def _loop(self, tasks):
+        while True:
+            item = tasks.get()
+            if item is None:
+                return
+            work, k = item
+            try:
+                work(k)  # never raises: failures are recorded by ``work`` itself
+            finally:
+                self._done.put(k)
+
+    def run(self, work, n):
+        for k in range(1, n):
+            self._tasks[k - 1].put((work, k))
+        work(0)
+        for _ in range(1, n):
+            self._done.get()
+
+    def close(self):
+        for tasks in self._tasks:
+            tasks.put(None)
 
 
 def _first_cause(failures):

@@ -97,7 +97,7 @@ def flatten_arguments(arguments):
     """
     out = []
     for name, value in arguments.items():
-        for path, leaf in nest.flatten_with_paths(value):
+        for path, leaf in nest.flatten_with_paths(value, expand_composites=True):
             out.append(((name,) + tuple(path), leaf))
     return out
 
@@ -107,8 +107,8 @@ def pack_arguments(arguments, leaves):
     leaves = iter(leaves)
     out = {}
     for name, value in arguments.items():
-        flat = [next(leaves) for _ in nest.flatten(value)]
-        out[name] = nest.pack_sequence_as(value, flat)
+        flat = [next(leaves) for _ in nest.flatten(value, expand_composites=True)]
+        out[name] = nest.pack_sequence_as(value, flat, expand_composites=True)
     return out
 
 

@@ -27,6 +27,9 @@ from eagerflow.ops.pool_ops import (  # noqa: F401
     avg_pool, avg_pool1d, avg_pool2d, avg_pool3d, max_pool, max_pool1d, max_pool2d, max_pool3d,
     pool,
 )
+from eagerflow.ops.replica_losses import (  # noqa: F401
+    compute_average_loss, scale_regularization_loss,
+)
 from eagerflow.ops.sort_ops import (  # noqa: F401
     in_top_k, top_k,
 )

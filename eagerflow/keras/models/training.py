@@ -29,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 import warnings
 
@@ -36,6 +38,7 @@ import numpy as np
 
 import eagerflow as ef
 from eagerflow import nest
+from eagerflow.framework import strategy_context
 from eagerflow.function.function import Function
 from eagerflow.keras import metrics as metrics_lib
 from eagerflow.keras import optimizers as optimizers_lib
@@ -109,6 +112,44 @@ def _specs_of(structure):
     return out
 
 
+def _replica_share(loss, x):
+    """The loss a replica differentiates: its mean loss times its share of the batch.
+
+    Replicas' gradients are summed, so each replica's mean loss is weighted by
+    ``local batch / global batch`` (the global batch summed across replicas): the sum is
+    exactly the gradient of the global mean loss, uneven or empty last batches included.
+    Outside a strategy (or with one replica) the loss is returned as it is.
+    """
+    replica = strategy_context.current_replica_context()
+    if replica is None or replica.num_replicas_in_sync == 1:
+        return loss
+    n = ef.cast(_batch_size(x), loss.dtype)
+    total = replica.all_reduce("SUM", n)
+    return loss * (n / total)
+
+
+def _nonempty(loss, x):
+    """0 for a replica whose slice of the batch is empty (its mean loss is 0/0)."""
+    if strategy_context.current_replica_context() is None:
+        return loss
+    loss = ef.reduce_sum(loss)  # a scalar (an empty batch's loss may have shape [0])
+    return ef.where(_batch_size(x) > 0, loss, ef.zeros_like(loss))
+
+
+def _in_strategy_scope(method):
+    """Runs a Model method inside the scope of the strategy the model was made under."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        strategy = getattr(self, "_distribute_strategy", None)
+        if strategy is None:
+            return method(self, *args, **kwargs)
+        self._global_batch = None  # fixed by the first batch of this call
+        with strategy.scope():
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def _to_numpy_tree(structure):
     return nest.map_structure(
         lambda t: np.asarray(t.numpy()) if isinstance(t, Tensor) or getattr(
@@ -146,6 +187,21 @@ class Trainer:
         self.history = None
         self._compile_config = None
         self._symbolic_built = False
+        # The strategy whose scope the model was made in (TF's model.distribute_strategy):
+        # fit, evaluate and predict run their steps with it. Read through the low-level
+        # strategy context, so Keras never imports eagerflow.distribute.
+        self._distribute_strategy = strategy_context.current_strategy()
+        self._global_batch = None
+
+    @property
+    def distribute_strategy(self):
+        """The strategy the model was created (or compiled) under, or None."""
+        return self._distribute_strategy
+
+    def _distributed(self):
+        strategy = self._distribute_strategy
+        return strategy is not None and (strategy.num_replicas_in_sync > 1
+                                         or len(strategy.extended.worker_devices) > 1)
 
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
@@ -196,6 +252,15 @@ class Trainer:
         if metrics is not None and not isinstance(metrics, (list, tuple, dict)):
             raise TypeError("Type of `metrics` argument not understood. Expected a list or "
                             "dictionary, found: %r" % (metrics,))
+        if self._distribute_strategy is None:
+            self._distribute_strategy = strategy_context.current_strategy()
+        with (self._distribute_strategy.scope() if self._distribute_strategy is not None
+              else contextlib.nullcontext()):
+            self._compile(optimizer, loss, loss_weights, metrics, weighted_metrics,
+                          run_eagerly, steps_per_execution, jit_compile, auto_scale_loss)
+
+    def _compile(self, optimizer, loss, loss_weights, metrics, weighted_metrics, run_eagerly,
+                 steps_per_execution, jit_compile, auto_scale_loss):
         self.optimizer = optimizers_lib.get(optimizer if optimizer is not None else "rmsprop")
         if auto_scale_loss and self.dtype_policy.compute_dtype == "float16" and not isinstance(
                 self.optimizer, optimizers_lib.LossScaleOptimizer):
@@ -400,9 +465,10 @@ class Trainer:
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         with ef.GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = self._compute_loss_call(x, y, y_pred, sample_weight, True)
+            loss = _nonempty(self._compute_loss_call(x, y, y_pred, sample_weight, True), x)
             self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
-            scaled = self.optimizer.scale_loss(loss) if self.optimizer is not None else loss
+            share = _replica_share(loss, x)
+            scaled = self.optimizer.scale_loss(share) if self.optimizer is not None else share
         variables = self.trainable_variables
         if variables:
             gradients = tape.gradient(scaled, variables)
@@ -415,7 +481,7 @@ class Trainer:
         """One evaluation step: forward (``training=False``), loss, metrics."""
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
-        loss = self._compute_loss_call(x, y, y_pred, sample_weight, False)
+        loss = _nonempty(self._compute_loss_call(x, y, y_pred, sample_weight, False), x)
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
@@ -429,6 +495,13 @@ class Trainer:
 
         def step(data):
             return method(data)
+
+        if self._distributed():
+            strategy = self._distribute_strategy
+
+            def step(data):  # noqa: F811 - the distributed form of the same step
+                outputs = strategy.run(method, args=(data,))
+                return self._combine_replica_outputs(kind, outputs)
 
         step.__name__ = kind + "_function"
         if self.run_eagerly:
@@ -453,9 +526,37 @@ class Trainer:
             self.predict_function = self._make_function("predict")
         return self.predict_function
 
+    def _combine_replica_outputs(self, kind, outputs):
+        """One step's per-replica outputs as the logs callbacks see (cross-replica).
+
+        Predictions are concatenated in replica order; metric values are the metrics'
+        own cross-replica results (their on-read variables aggregate every replica);
+        other per-replica log values are averaged.
+        """
+        strategy = self._distribute_strategy
+        if kind == "predict":
+            return nest.map_structure(lambda v: strategy.gather(v, axis=0), outputs)
+        results = self.get_metrics_result()
+        if not isinstance(outputs, dict):
+            return outputs
+        out = {}
+        for key, value in outputs.items():
+            if key in results:
+                out[key] = results[key]
+            elif type(value).__name__ == "PerReplica":
+                out[key] = strategy.reduce("MEAN", value, axis=None)
+            else:
+                out[key] = value
+        return out
+
     def _run(self, function, data, kind):
         if not getattr(function, "_keras_prepared", False):
             function = self._prepare(function, data, kind)
+        if self._distributed():
+            if self._global_batch is None:
+                self._global_batch = int(_num_samples(data))
+            data = self._distribute_strategy.experimental_split_global_batch(
+                data, self._global_batch)
         return function(data)
 
     def _prepare(self, function, data, kind):
@@ -470,8 +571,11 @@ class Trainer:
             self._symbolic_build(data)
         elif not self.built or not self.weights:
             self._symbolic_build(data, model_only=True)
-        if isinstance(function, Function):
+        if isinstance(function, Function) and not self._distributed():
+            # (A distributed step takes PerReplica slices: it traces on its first call,
+            # and once more, with relaxed shapes, for a smaller last batch.)
             specs = nest.map_structure(_spec_with_free_batch, data)
+
             try:
                 function.get_concrete_function(specs)
             except Exception:  # noqa: BLE001 - fall back to one trace per batch size
@@ -523,6 +627,7 @@ class Trainer:
             self._symbolic_built = True
 
     # -- fit / evaluate / predict ---------------------------------------------------------------
+    @_in_strategy_scope
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
@@ -623,6 +728,7 @@ class Trainer:
             adapter = adapters.get_adapter(vx, vy, vsw, batch_size=batch_size, shuffle=False)
         return adapters.EpochIterator(adapter, steps)
 
+    @_in_strategy_scope
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False, **kwargs):
         """Returns the loss and metrics of the model on the data.
@@ -676,6 +782,7 @@ class Trainer:
         callbacks.on_test_end(logs)
         return logs
 
+    @_in_strategy_scope
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
                 **kwargs):
         """The model's outputs on ``x``, batch by batch, concatenated into numpy arrays.
@@ -729,6 +836,7 @@ class Trainer:
             1, _num_samples(x)), shuffle=False, class_weight=class_weight)
         return next(adapter.epoch())
 
+    @_in_strategy_scope
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
         """One training step on one batch (metrics accumulate until ``reset_metrics``).
@@ -741,6 +849,7 @@ class Trainer:
         logs = pythonify_logs(self._run(self.make_train_function(), data, "train"))
         return logs if return_dict else self._flatten_metrics_in_order(logs)
 
+    @_in_strategy_scope
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """One evaluation step on one batch (metrics accumulate until ``reset_metrics``).
 
@@ -752,6 +861,7 @@ class Trainer:
         logs = pythonify_logs(self._run(self.make_test_function(), data, "test"))
         return logs if return_dict else self._flatten_metrics_in_order(logs)
 
+    @_in_strategy_scope
     def predict_on_batch(self, x):
         """The model's outputs on one batch, as numpy."""
         data = self._single_batch(x)

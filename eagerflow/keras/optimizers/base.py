@@ -32,6 +32,7 @@ import re
 import warnings
 
 import eagerflow as ef
+from eagerflow.framework import strategy_context
 from eagerflow.keras.optimizers import schedules as schedules_lib
 from eagerflow.module import Module
 
@@ -432,8 +433,10 @@ class Optimizer(Module):
             grads_and_vars: An iterable of ``(gradient, variable)``; ``None`` gradients
                 are skipped with a warning naming the variables.
             name: Unused (tf.keras 2 compatibility).
-            **kwargs: tf.keras 2's ``experimental_aggregate_gradients`` /
-                ``skip_gradients_aggregation`` are accepted and ignored.
+            **kwargs: ``skip_gradients_aggregation=True`` (Keras) or
+                ``experimental_aggregate_gradients=False`` (tf.keras 2): under a
+                distribution strategy, apply the gradients as given, without the
+                all-reduce across replicas (the caller already reduced them).
 
         Returns:
             The ``iterations`` variable.
@@ -454,11 +457,21 @@ class Optimizer(Module):
         if unknown:
             raise TypeError("apply_gradients() got unexpected keyword argument(s) %s"
                             % sorted(unknown))
+        aggregate = kwargs.get("experimental_aggregate_gradients", True) and \
+            not kwargs.get("skip_gradients_aggregation", False)
         pairs = list(grads_and_vars)
         if not pairs:
             return self._iterations
         grads, variables = zip(*pairs)
-        self.apply(list(grads), list(variables))
+        if aggregate:
+            self.apply(list(grads), list(variables))
+        else:
+            # Every replica passes the same flag, so one attribute serves them all.
+            self._skip_aggregation = True
+            try:
+                self.apply(list(grads), list(variables))
+            finally:
+                self._skip_aggregation = False
         return self._iterations
 
     def apply(self, grads, trainable_variables=None):
@@ -469,9 +482,19 @@ class Optimizer(Module):
             trainable_variables: The variables, in the same order. May be omitted once
                 the optimizer is built; the built variable list is used then.
 
+        Under a distribution strategy, in replica context (inside ``strategy.run``) the
+        gradients are summed across replicas once (one all-reduce for all of them) and
+        each replica then applies the same update to its own copy of every variable; in
+        cross-replica context the update is applied to every copy.
+
         Raises:
             ValueError: If the lists do not match, or every gradient is None.
         """
+        self._apply(grads, trainable_variables, not self._skip_aggregation)
+
+    _skip_aggregation = False
+
+    def _apply(self, grads, trainable_variables, aggregate):
         grads = list(grads)
         if not grads:
             return
@@ -488,7 +511,26 @@ class Optimizer(Module):
             raise ValueError(
                 "Received %d gradients for %d variables; pass one gradient (or None) per "
                 "variable, in the same order." % (len(grads), len(trainable_variables)))
-        self._ensure_built(trainable_variables)
+        replica = strategy_context.current_replica_context()
+        if replica is None or replica.num_replicas_in_sync == 1:
+            self._ensure_built(trainable_variables)
+            self._update(grads, trainable_variables)
+            return
+        self._check_distributed()
+        if self._needs_build(trainable_variables):
+            # Slots are made once, in cross-replica context, so they are mirrored too.
+            replica.merge_call(lambda _strategy: self._ensure_built(trainable_variables))
+        if aggregate:
+            kept = [k for k, g in enumerate(grads) if g is not None]
+            summed = replica.all_reduce("SUM", [_dense(grads[k]) for k in kept])
+            for k, g in zip(kept, summed):
+                grads[k] = g
+        # Every replica now holds the same gradients and computes the same update: each
+        # writes its own copy of the variables and slots, with no further communication.
+        with strategy_context.local_updates():
+            self._update(grads, trainable_variables)
+
+    def _update(self, grads, trainable_variables):
         grads, trainable_variables = self._filter_empty_gradients(grads,
                                                                   trainable_variables)
         grads = [_dense(g) for g in grads]
@@ -498,6 +540,18 @@ class Optimizer(Module):
         for variable in trainable_variables:
             if variable.constraint is not None:
                 variable.assign(variable.constraint(variable))
+
+    def _needs_build(self, variables):
+        return not self.built or any(self._var_key(v) not in self._var_index
+                                     for v in variables)
+
+    def _check_distributed(self):
+        if not getattr(self._iterations, "_is_distributed_variable", False):
+            raise ValueError(
+                "Optimizer %s was created outside the distribution strategy's scope but is "
+                "used inside strategy.run: its step counter and slots would be shared by "
+                "every replica. Create the optimizer inside `with strategy.scope():` (as "
+                "the model)." % self.name)
 
     def _ensure_built(self, variables):
         if not self.built:

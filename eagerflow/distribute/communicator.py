@@ -360,9 +360,10 @@ class LocalCommunicator(Communicator):
 
     def allreduce(self, arrays, op="sum", *, timeout=None, name=None):
         op = check_op(op)
-        arrays = list(arrays)
+        arrays = [np.asarray(a) if isinstance(a, (int, float, np.generic)) else a
+                  for a in arrays]
         if self.size == 1:
-            return [_finish(a, reduce_in_order([np.asarray(a)], op)) for a in arrays]
+            return [_finish(a, reduce_in_order([a], op)) for a in arrays]
 
         def combine(payloads):
             _check_same(payloads, "allreduce", name)
@@ -452,12 +453,13 @@ def _check_same(payloads, kind, name):
                 None, kind, "%s%s: rank 0 passed %d arrays, rank %d passed %d."
                 % (kind, _label(name), len(first), rank, len(p)))
         for i, (a, b) in enumerate(zip(first, p)):
-            if np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype:
+            # Attributes, not np.asarray: the arrays may live on a GPU (cupy).
+            if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
                 raise errors.InvalidArgumentError(
                     None, kind, "%s%s: array %d is %s %s on rank 0 but %s %s on rank %d; "
                     "every rank must pass the same shapes and dtypes." % (
-                        kind, _label(name), i, np.asarray(a).dtype, list(np.shape(a)),
-                        np.asarray(b).dtype, list(np.shape(b)), rank))
+                        kind, _label(name), i, a.dtype, list(a.shape), b.dtype,
+                        list(b.shape), rank))
 
 
 def _finish(given, result):

@@ -269,3 +269,132 @@ def test_one_device_strategy():
     assert out.numpy().tolist() == [2.0, 4.0] and out.device.endswith("CPU:1")
     assert float(s.reduce("SUM", out, axis=0)) == 6.0
     assert s.experimental_local_results(out)[0] is out
+
+
+@run.case
+def test_dataset_splits_and_values_from_function():
+    import eagerflow as ef
+
+    s = _strategy()
+    # TF's example: range(8).batch(4) over 3 replicas gives [0, 1], [2, 3], [].
+    got = [[v.numpy().tolist() for v in s.experimental_local_results(b)]
+           for b in s.experimental_distribute_dataset(ef.data.Dataset.range(8).batch(4))]
+    assert got == [[[0, 1], [2, 3], []], [[4, 5], [6, 7], []]]
+    # A short last batch fills replicas in order; structures are split leaf by leaf.
+    ds = ef.data.Dataset.from_tensor_slices(({"a": np.arange(7.0)}, np.arange(7))).batch(6)
+    batches = list(s.experimental_distribute_dataset(ds))
+    sizes = [[int(t.shape[0]) for t in s.experimental_local_results(b[1])] for b in batches]
+    assert sizes == [[2, 2, 2], [1, 0, 0]]
+    assert [t.device[-5:] for t in batches[0][0]["a"].values] == ["CPU:0", "CPU:1", "CPU:2"]
+    # distribute_datasets_from_function: one pipeline, one batch per replica per step.
+    contexts = []
+
+    def dataset_fn(ctx):
+        contexts.append(ctx)
+        return ef.data.Dataset.range(7).batch(ctx.get_per_replica_batch_size(6))
+
+    steps = [[v.numpy().tolist() for v in s.experimental_local_results(b)]
+             for b in s.distribute_datasets_from_function(dataset_fn)]
+    assert steps == [[[0, 1], [2, 3], [4, 5]], [[6], [], []]]
+    assert (contexts[0].num_input_pipelines, contexts[0].input_pipeline_id,
+            contexts[0].num_replicas_in_sync) == (1, 0, 3)
+    try:
+        contexts[0].get_per_replica_batch_size(7)
+        raise AssertionError("7 does not split over 3 replicas")
+    except ValueError as e:
+        assert "is not divisible by `num_replicas_in_sync`" in str(e)
+    values = s.experimental_distribute_values_from_function(
+        lambda ctx: ef.constant(float(ctx.replica_id_in_sync_group)))
+    assert [float(v) for v in values.values] == [0.0, 1.0, 2.0]
+    assert [v.device[-5:] for v in values.values] == ["CPU:0", "CPU:1", "CPU:2"]
+    assert float(s.reduce("SUM", values, axis=None)) == 3.0
+
+
+@run.case
+def test_traced_merge_call_all_gather_and_reduce():
+    import eagerflow as ef
+
+    s = _strategy()
+    with s.scope():
+        total = ef.Variable(0.0)
+
+    @ef.function
+    def step(x):
+        def fn(x):
+            ctx = ef.distribute.get_replica_context()
+            i = ef.cast(ctx.replica_id_in_sync_group, ef.float32)
+            gathered = ctx.all_gather(ef.reshape(x + i, [1]), axis=0)
+
+            def merge_fn(strategy, value):
+                summed = strategy.reduce("SUM", value, axis=None)
+                strategy.extended.update(total, lambda v, d: v.assign_add(d), args=(summed,))
+                return summed
+
+            merged = ctx.merge_call(merge_fn, args=(i,))
+            mean = ctx.all_reduce("MEAN", x * (i + 1.0))
+            return gathered, merged, mean
+        gathered, merged, mean = s.run(fn, args=(x,))
+        return gathered, merged, s.reduce("MEAN", mean, axis=None), s.gather(gathered, axis=0)
+
+    for call in range(2):
+        gathered, merged, mean, everything = step(ef.constant(1.0))
+        for g in s.experimental_local_results(gathered):
+            assert g.numpy().tolist() == [1.0, 2.0, 3.0]
+        assert float(merged) == 3.0 and float(mean) == 2.0
+        assert everything.numpy().tolist() == [1.0, 2.0, 3.0] * 3
+        assert [float(c.numpy()) for c in total.values] == [3.0 * (call + 1)] * 3
+    assert step.experimental_get_tracing_count() == 1
+
+
+@run.case
+def test_compute_average_loss_and_scale_regularization_loss():
+    import eagerflow as ef
+
+    s = _strategy()
+    per_example = [np.array([1.0, 2.0, 3.0]), np.array([4.0, 6.0]), np.zeros(0)]
+
+    def fn():
+        i = int(ef.distribute.get_replica_context().replica_id_in_sync_group)
+        x = ef.constant(per_example[i])
+        return (ef.nn.compute_average_loss(x),
+                ef.nn.compute_average_loss(x, sample_weight=2.0, global_batch_size=10),
+                ef.nn.scale_regularization_loss(ef.constant([3.0, 6.0])))
+
+    avg, weighted, reg = s.run(fn)
+    # Summed over replicas: the mean over the 5 examples actually there, (16 / 5).
+    assert abs(float(s.reduce("SUM", avg, axis=None)) - 16.0 / 5) < 1e-12
+    assert abs(float(s.reduce("SUM", weighted, axis=None)) - 32.0 / 10) < 1e-12
+    assert [float(r) for r in s.experimental_local_results(reg)] == [3.0] * 3
+    with s.scope():
+        try:
+            ef.nn.compute_average_loss(ef.constant([1.0]))
+            raise AssertionError("cross-replica context must be refused")
+        except RuntimeError as e:
+            assert "in cross replica context" in str(e)
+    try:
+        ef.nn.compute_average_loss(ef.constant(1.0))
+        raise AssertionError("a scalar loss must be refused")
+    except ValueError as e:
+        assert "at least rank 1" in str(e)
+    try:
+        ef.nn.compute_average_loss(ef.constant([1.0]), global_batch_size=0)
+        raise AssertionError("a zero batch must be refused")
+    except ValueError as e:
+        assert "positive integer" in str(e)
+
+
+@run.case
+def test_optimizer_refuses_variables_made_outside_the_scope():
+    import eagerflow as ef
+    from eagerflow import keras
+
+    s = _strategy(2)
+    outside = ef.Variable([1.0])
+    with s.scope():
+        opt = keras.optimizers.SGD(0.5)
+    try:
+        s.run(lambda: opt.apply_gradients([(ef.constant([1.0]), outside)]))
+        raise AssertionError("must raise")
+    except ValueError as e:
+        assert "created outside the distribution strategy's scope" in str(e)
+    assert outside.numpy().tolist() == [1.0]

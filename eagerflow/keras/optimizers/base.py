@@ -516,7 +516,7 @@ class Optimizer(Module):
             self._ensure_built(trainable_variables)
             self._update(grads, trainable_variables)
             return
-        self._check_distributed()
+        self._check_distributed(trainable_variables)
         if self._needs_build(trainable_variables):
             # Slots are made once, in cross-replica context, so they are mirrored too.
             replica.merge_call(lambda _strategy: self._ensure_built(trainable_variables))
@@ -545,13 +545,20 @@ class Optimizer(Module):
         return not self.built or any(self._var_key(v) not in self._var_index
                                      for v in variables)
 
-    def _check_distributed(self):
+    def _check_distributed(self, variables):
         if not getattr(self._iterations, "_is_distributed_variable", False):
             raise ValueError(
                 "Optimizer %s was created outside the distribution strategy's scope but is "
                 "used inside strategy.run: its step counter and slots would be shared by "
                 "every replica. Create the optimizer inside `with strategy.scope():` (as "
                 "the model)." % self.name)
+        for v in variables:
+            if not getattr(v, "_is_distributed_variable", False):
+                raise ValueError(
+                    "Variable %s was created outside the distribution strategy's scope but "
+                    "is updated inside strategy.run: every replica would apply the update "
+                    "to the one shared copy. Create the model (and its variables) inside "
+                    "`with strategy.scope():`." % v.name)
 
     def _ensure_built(self, variables):
         if not self.built:

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import operator
 
 from eagerflow import errors
 from eagerflow.framework import context
@@ -303,6 +304,41 @@ class _Experimental:
         also requires a seed to be set, which this does not check.
         """
         return None
+
+    @staticmethod
+    def set_function_trace_cache_size(size):
+        """Sets how many traces each ``@function`` keeps (128 by default).
+
+        Past this many, the least recently used trace is dropped (one warning per
+        function) and traced again if called again. TF keeps every trace; a bound keeps a
+        function called with ever new Python values from growing memory without end.
+
+        Args:
+            size: A positive integer.
+
+        Raises:
+            ValueError: If ``size`` is not a positive integer.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.config.experimental.set_function_trace_cache_size(64)
+            >>> ef.config.experimental.get_function_trace_cache_size()
+            64
+            >>> ef.config.experimental.set_function_trace_cache_size(128)
+        """
+        try:
+            n = operator.index(size)
+        except TypeError:
+            n = 0
+        if isinstance(size, bool) or n < 1:
+            raise ValueError("set_function_trace_cache_size: size must be a positive "
+                             "integer, got %r." % (size,))
+        context.config.function_trace_cache_size = n
+
+    @staticmethod
+    def get_function_trace_cache_size():
+        """How many traces each ``@function`` keeps (see ``set_function_trace_cache_size``)."""
+        return context.config.function_trace_cache_size
 
     set_virtual_device_configuration = staticmethod(set_logical_device_configuration)
     list_physical_devices = staticmethod(list_physical_devices)

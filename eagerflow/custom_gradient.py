@@ -73,13 +73,18 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
     with stop_recording_all():
         with GradientTape(watch_accessed_variables=True) as probe:
             result, grad_fn = f(*args, **kwargs)
-    variables = list(probe.watched_variables())
+    # Inputs are the tensors and variables passed positionally or by keyword (a keyword call
+    # applies the rule too; TF silently drops it there). A variable passed as an argument is
+    # an input, as in TF; only variables the function reads otherwise go to `variables=`.
+    all_args = list(args) + list(kwargs.values())
+    argument_ids = {id(a) for a in all_args if getattr(a, "_is_variable", False)}
+    variables = [v for v in probe.watched_variables() if id(v) not in argument_ids]
     if variables and not _accepts_variables(grad_fn):
         raise TypeError(
             "@custom_gradient function %s reads trainable variables %s, so its grad_fn must "
             "accept a `variables` keyword argument and return (input_grads, variable_grads)."
             % (getattr(f, "__name__", f), [v.name for v in variables]))
-    tensor_args = [(i, a) for i, a in enumerate(args)
+    tensor_args = [(i, a) for i, a in enumerate(all_args)
                    if isinstance(a, Tensor) or getattr(a, "_is_variable", False)]
     flat_out = nest.flatten(result)
     outputs = []
@@ -113,14 +118,14 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
             input_grads, var_grads = grad_fn(*dys), []
         input_grads = list(nest.flatten(input_grads)) if isinstance(
             input_grads, (list, tuple)) else [input_grads]
-        if len(input_grads) != len(args) and len(input_grads) == n_args:
+        if len(input_grads) != len(all_args) and len(input_grads) == n_args:
             by_pos = input_grads
-        elif len(input_grads) == len(args):
+        elif len(input_grads) == len(all_args):
             by_pos = [input_grads[i] for i, _ in tensor_args]
         else:
             raise errors.InvalidArgumentError(
                 None, "custom_gradient", "grad_fn returned %d gradients for %d inputs"
-                % (len(input_grads), len(args)))
+                % (len(input_grads), len(all_args)))
         return tuple(by_pos) + tuple(var_grads or [None] * len(variables))
 
     entry = _Entry(
@@ -136,6 +141,9 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
         if tape._watch_accessed_variables:  # the reads happened while tapes were paused
             for v in variables:
                 tape._watch_variable(v)
+            for _, a in tensor_args:
+                if getattr(a, "_is_variable", False) and a.trainable:
+                    tape._watch_variable(a)
         if any(i in tape._ids for i in entry.input_ids if i) or any(
                 v._tid in tape._ids for v in variables):
             _append_entry(tape, entry)

@@ -261,42 +261,6 @@ def from_numpy(np_dtype):
     return found
 
 
-def implicitly_convertible(source, target):
-    """Whether a numpy value of dtype ``source`` converts silently to ``target``.
-
-    This is TF's rule for a numpy array or a Python value combined with a tensor (the value
-    takes the tensor's dtype): integers convert to any integer, floating or complex dtype,
-    floats to floating or complex dtypes, complex to complex; bool only to bool. A float array
-    given where an integer tensor is expected is an error, as in TF.
-
-    Args:
-        source: A numpy dtype (or anything ``numpy.dtype`` accepts).
-        target: A DType.
-
-    Returns:
-        True when the conversion is allowed.
-
-    Example:
-        >>> import numpy as np, eagerflow as ef
-        >>> ef.dtypes.implicitly_convertible(np.float64, ef.float32)
-        True
-        >>> ef.dtypes.implicitly_convertible(np.float64, ef.int32)
-        False
-    """
-    np_source = np.dtype(source)
-    known = from_numpy(np_source)
-    kind = known._kind if known is not None else np_source.kind  # bfloat16's numpy kind is V
-    if target.is_bool or kind == "b":
-        return target.is_bool and kind == "b"
-    if target.is_integer:
-        return kind in "iu"
-    if target.is_floating:
-        return kind in "iuf"
-    if target.is_complex:
-        return kind in "iufc"
-    return False
-
-
 # ``tf.dtypes`` also holds the cast functions. They are ops (a layer above this module), so
 # they resolve on first use.
 _CAST_FUNCTIONS = ("cast", "saturate_cast", "complex")

@@ -280,6 +280,21 @@ def _replayable_seeds(targets, seeds):
 context.variable_read_hook = _variable_read
 
 
+def _identity_gradients(grads, targets, sources, seeds):
+    """As TF, a target that is itself the source has gradient ones (or its seed), even when
+    nothing was recorded: ``tape.gradient(v, v)`` is ones for an unwatched variable."""
+    grads = list(grads)
+    for i, src in enumerate(sources):
+        if grads[i] is not None or not _source_is_float(src):
+            continue
+        for j, t in enumerate(targets):
+            if t is src:
+                seed = seeds[j] if seeds is not None else None
+                grads[i] = _ones_like(_source_value(src)) if seed is None else seed
+                break
+    return grads
+
+
 class GradientTape:
     """Records operations for reverse-mode differentiation.
 
@@ -447,6 +462,10 @@ class GradientTape:
         finally:
             self._recording = was_recording and self._active
         self._used = True
+        for g in grads:
+            if g is None:
+                grads = _identity_gradients(grads, flat_targets, flat_sources, seeds)
+                break
         if not self._persistent:
             self._recorded = []
             self._saved = []

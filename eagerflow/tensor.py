@@ -202,12 +202,8 @@ class Tensor:
         return self
 
     def __repr__(self):
-        value = self.numpy()
-        body = np.array2string(np.asarray(value), separator=" ", threshold=1000)
-        if "\n" in body:
-            body = "\n" + body
         return "<tf.Tensor: shape=%s, dtype=%s, numpy=%s>" % (
-            tuple(self._value.shape), self.dtype.name, body)
+            tuple(self._value.shape), self.dtype.name, numpy_text(self.numpy()))
 
     def __str__(self):
         return "tf.Tensor(%s, shape=%s, dtype=%s)" % (
@@ -215,12 +211,20 @@ class Tensor:
             tuple(self._value.shape), self.dtype.name)
 
     def __format__(self, spec):
-        if not spec:
-            return str(self)
+        # As TF: the value's own formatting, so f"{scalar}" is "3.5" and f"{x:.2f}" works.
         return format(self.numpy(), spec)
 
     def __reduce__(self):
         return constant, (self.numpy(),)
+
+
+def numpy_text(value):
+    """The ``numpy=`` part of a tensor's or variable's repr, as TF writes it: the Python
+    scalar for a 0-d value (``numpy=3.5``), numpy's array repr otherwise
+    (``numpy=array([1, 2], dtype=int32)``, on its own line when it spans several)."""
+    value = np.asarray(value)
+    text = repr(value.item()) if value.ndim == 0 else repr(value)
+    return "\n" + text if "\n" in text else text
 
 
 class _Reference:

@@ -1,7 +1,10 @@
 """``eagerflow.Variable``: mutable state, created through a creator stack.
 
 A variable holds an array that ``assign`` replaces (it never mutates an array a tensor may
-share, so tensors read earlier keep their values). Variables are made through a stack of
+share, so tensors read earlier keep their values). Updates (``assign``, ``assign_add``,
+``assign_sub``, the scatters, and the same ops in a traced graph) hold the variable's lock
+from the read of the old value to the write of the new one, so updates from several Python
+threads are never lost; reads take no lock. Variables are made through a stack of
 creators (``variable_creator_scope``): a distribution strategy pushes a creator that returns
 mirrored or remote variables, so model code never needs to know which kind it got.
 
@@ -25,7 +28,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.framework import context
-from eagerflow.tensor import Tensor, convert_to_tensor, wrap
+from eagerflow.tensor import Tensor, convert_to_tensor, numpy_text, wrap
 from eagerflow.tensor_shape import TensorShape
 
 _new = object.__new__
@@ -224,6 +227,7 @@ class Variable(metaclass=_VariableMeta):
             value = copy_to_device(value, device)
         self._device = device
         self._value = value._value
+        self._lock = threading.Lock()  # held by every read-modify-write (module docstring)
         self._tid = context.new_id()
         self._trainable = bool(trainable)
         self._name = _scoped_name(name or "Variable") + ":0"
@@ -366,8 +370,10 @@ class Variable(metaclass=_VariableMeta):
         array = t._value
         xp = self._device.backend
         # Own the array: a later assign_add must not write into a tensor someone holds.
-        self._write(xp.array(array, copy=True) if isinstance(array, xp.ndarray)
-                    else xp.asarray(array))
+        array = xp.array(array, copy=True) if isinstance(array, xp.ndarray) else \
+            xp.asarray(array)
+        with self._lock:
+            self._write(array)
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
@@ -376,15 +382,16 @@ class Variable(metaclass=_VariableMeta):
             _state.trace.assign_variable(self, delta, "AssignAddVariableOp")
             return self if read_value else None
         t = self._new_value(delta, "AssignAddVariableOp")
-        try:
-            new = self._value + t._value
-        except ValueError:
-            raise errors.InvalidArgumentError(
-                None, "AssignAddVariableOp", "assign_add: delta of shape %s does not fit "
-                "variable %s of shape %s" % (list(t._value.shape), self._name,
-                                             list(self._value.shape))) from None
-        self._check_shape(np.shape(new), "AssignAddVariableOp")
-        self._write(self._device.backend.asarray(new, dtype=self._value.dtype))
+        with self._lock:
+            try:
+                new = self._value + t._value
+            except ValueError:
+                raise errors.InvalidArgumentError(
+                    None, "AssignAddVariableOp", "assign_add: delta of shape %s does not fit "
+                    "variable %s of shape %s" % (list(t._value.shape), self._name,
+                                                 list(self._value.shape))) from None
+            self._check_shape(np.shape(new), "AssignAddVariableOp")
+            self._write(self._device.backend.asarray(new, dtype=self._value.dtype))
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
@@ -393,15 +400,16 @@ class Variable(metaclass=_VariableMeta):
             _state.trace.assign_variable(self, delta, "AssignSubVariableOp")
             return self if read_value else None
         t = self._new_value(delta, "AssignSubVariableOp")
-        try:
-            new = self._value - t._value
-        except ValueError:
-            raise errors.InvalidArgumentError(
-                None, "AssignSubVariableOp", "assign_sub: delta of shape %s does not fit "
-                "variable %s of shape %s" % (list(t._value.shape), self._name,
-                                             list(self._value.shape))) from None
-        self._check_shape(np.shape(new), "AssignSubVariableOp")
-        self._write(self._device.backend.asarray(new, dtype=self._value.dtype))
+        with self._lock:
+            try:
+                new = self._value - t._value
+            except ValueError:
+                raise errors.InvalidArgumentError(
+                    None, "AssignSubVariableOp", "assign_sub: delta of shape %s does not fit "
+                    "variable %s of shape %s" % (list(t._value.shape), self._name,
+                                                 list(self._value.shape))) from None
+            self._check_shape(np.shape(new), "AssignSubVariableOp")
+            self._write(self._device.backend.asarray(new, dtype=self._value.dtype))
         return self if read_value else None
 
     def _scatter(self, sparse_delta, mode, op):
@@ -422,22 +430,15 @@ class Variable(metaclass=_VariableMeta):
                 None, op, "%s: indices %s out of range [0, %d) for variable %s"
                 % (op, indices.tolist(), rows, self._name))
         xp = self._device.backend
-        new = xp.array(self._value, copy=True)
-        if mode == "update":
-            new[indices] = values
-        elif mode == "add":
-            xp.add.at(new, indices, values)
-        elif mode == "sub":
-            xp.subtract.at(new, indices, values)
-        elif mode == "max":
-            xp.maximum.at(new, indices, values)
-        elif mode == "min":
-            xp.minimum.at(new, indices, values)
-        elif mode == "mul":
-            xp.multiply.at(new, indices, values)
-        elif mode == "div":
-            xp.divide.at(new, indices, values)
-        self._write(new)
+        ufunc = {"add": xp.add, "sub": xp.subtract, "max": xp.maximum, "min": xp.minimum,
+                 "mul": xp.multiply, "div": xp.divide}.get(mode)
+        with self._lock:
+            new = xp.array(self._value, copy=True)
+            if mode == "update":
+                new[indices] = values
+            else:
+                ufunc.at(new, indices, values)
+            self._write(new)
         return self
 
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
@@ -502,16 +503,17 @@ class Variable(metaclass=_VariableMeta):
                 None, op, "%s: an index in %s is out of bounds for variable shape %s"
                 % (op, host.tolist(), list(self._value.shape)))
         xp = self._device.backend
-        new = xp.array(self._value, copy=True)
         key = tuple(flat[:, k] for k in range(depth))
-        upd = updates.reshape((flat.shape[0],) + self._value.shape[depth:])
-        if mode == "update":
-            new[key] = upd
-        elif mode == "add":
-            xp.add.at(new, key, upd)
-        else:
-            xp.subtract.at(new, key, upd)
-        self._write(new)
+        with self._lock:
+            new = xp.array(self._value, copy=True)
+            upd = updates.reshape((flat.shape[0],) + new.shape[depth:])
+            if mode == "update":
+                new[key] = upd
+            elif mode == "add":
+                xp.add.at(new, key, upd)
+            else:
+                xp.subtract.at(new, key, upd)
+            self._write(new)
         return self
 
     def scatter_nd_update(self, indices, updates, name=None):
@@ -604,8 +606,7 @@ class Variable(metaclass=_VariableMeta):
 
     def __repr__(self):
         return "<tf.Variable '%s' shape=%s dtype=%s, numpy=%s>" % (
-            self._name, tuple(self._value.shape), self.dtype.name,
-            np.array2string(np.asarray(self.numpy()), separator=", ", threshold=100))
+            self._name, tuple(self._value.shape), self.dtype.name, numpy_text(self.numpy()))
 
     def __deepcopy__(self, memo):
         copy = Variable(wrap(self._value, self._device).numpy(), trainable=self._trainable,

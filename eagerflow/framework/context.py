@@ -105,6 +105,7 @@ class _Config:
         self.logical_cpu_count = 1
         self.logical_gpu_layout = None  # list of (physical index, memory limit) or None
         self.devices_initialized = {"CPU": False, "GPU": False}
+        self.function_trace_cache_size = 128  # traces kept per @function (LRU beyond)
 
 
 config = _Config()

@@ -5,9 +5,17 @@ input or a variable the graph reads, the call is recorded as one tape entry whos
 pass is itself a graph: the gradient is traced once per concrete function (from the tape
 that recorded the trace), split into a forward graph that also returns what the backward
 needs, and a backward graph.
+
+Several threads may call one concrete function at once. What is built lazily (the
+executor, the gradient pair) is built under the function's lock by the first thread that
+needs it; later calls read the built object without locking. Building the gradient appends
+backward nodes to ``graph`` for a while, so everything that reads the whole graph while
+building (the executor's optimizer passes) holds the same lock.
 """
 
 from __future__ import annotations
+
+import threading
 
 from eagerflow import errors, nest
 from eagerflow.framework import context
@@ -42,6 +50,7 @@ class ConcreteFunction:
         self._executor = None
         self._fast_call = None  # built on the first plain call; False if none applies
         self._gradient_pair = None
+        self._build_lock = threading.RLock()  # see the module docstring
         self.name = function_name or graph.name
 
     # -- inspection -------------------------------------------------------------------------
@@ -79,13 +88,17 @@ class ConcreteFunction:
 
     @property
     def executor(self):
-        if self._executor is None:
+        executor = self._executor
+        if executor is None:
             from eagerflow.function import passes
             from eagerflow.function.multi_device import make_executor
 
-            # A graph placed on several devices runs partitioned; one device: Executor.
-            self._executor = make_executor(passes.optimize(self.graph))
-        return self._executor
+            with self._build_lock:
+                if self._executor is None:
+                    # A graph placed on several devices runs partitioned; one device: Executor.
+                    self._executor = make_executor(passes.optimize(self.graph))
+                executor = self._executor
+        return executor
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -122,7 +135,7 @@ class ConcreteFunction:
             fast = self._fast_call = self._make_fast_call(self.executor) or False
         if fast:
             return fast(flat_tensors)
-        executor = self._executor
+        executor = self.executor
         arrays = executor.run([t._value for t in flat_tensors],
                               [c._value for _, c in self.graph.captures])
         if self._single_output:
@@ -214,7 +227,10 @@ class ConcreteFunction:
 
         graph = self.graph
         variables = graph.variables
-        for node in graph.nodes:
+        # Only the forward nodes: another thread may be tracing the gradient, which appends
+        # backward nodes to the graph for a while.
+        nodes = graph.nodes[:self._forward_count]
+        for node in nodes:
             if node.prim is None and node.op not in _INTERPRETED_BUILTINS:
                 return None
         values = {}
@@ -222,7 +238,7 @@ class ConcreteFunction:
             values[(node.id, 0)] = t
         for node, captured in graph.captures:
             values[(node.id, 0)] = captured
-        for node in graph.nodes:
+        for node in nodes:
             op = node.op
             if op == "Placeholder":
                 continue
@@ -254,9 +270,12 @@ class ConcreteFunction:
             if result is not None:
                 return result
 
-        if self._gradient_pair is None:
-            self._gradient_pair = gradient_split.build(self)
         pair = self._gradient_pair
+        if pair is None:
+            with self._build_lock:
+                if self._gradient_pair is None:
+                    self._gradient_pair = gradient_split.build(self)
+                pair = self._gradient_pair
         arrays = pair.forward.run([t._value for t in flat_tensors], self._capture_values())
         n_out = len(self.graph.outputs)
         outputs = self._wrap(arrays[:n_out], flat_tensors, pair.forward)

@@ -314,9 +314,12 @@ def _assign_step(var, op, owns_input=False):
     the variable holding it, and it is not a view), add/sub update it in place instead,
     and a plain assignment of a freshly computed value takes the value's buffer: training
     steps then allocate nothing per variable. This relies on CPython reference counts.
+    Each step holds the variable's lock from reading the old array to writing the new one,
+    so updates from other threads (eager or traced) are not lost.
     """
     backend = var._device.backend
     ndarray = backend.ndarray
+    lock = var._lock
 
     def private(arr):
         # Four references when only the variable holds the array: the variable's slot, the
@@ -326,24 +329,26 @@ def _assign_step(var, op, owns_input=False):
 
     if op == "AssignVariableOp":
         def assign(value):
-            arr = var._value
-            if owns_input and value.__class__ is ndarray and value.base is None and \
-                    value.dtype == arr.dtype and value.shape == arr.shape and \
-                    value.flags.writeable:
-                var._write(value)
-            elif private(arr) and value.shape == arr.shape:
-                backend.copyto(arr, value, casting="same_kind")
-            else:
-                var._write(backend.array(value, copy=True))
+            with lock:
+                arr = var._value
+                if owns_input and value.__class__ is ndarray and value.base is None and \
+                        value.dtype == arr.dtype and value.shape == arr.shape and \
+                        value.flags.writeable:
+                    var._write(value)
+                elif private(arr) and value.shape == arr.shape:
+                    backend.copyto(arr, value, casting="same_kind")
+                else:
+                    var._write(backend.array(value, copy=True))
     else:
         ufunc = backend.add if op == "AssignAddVariableOp" else backend.subtract
 
         def assign(value):
-            arr = var._value
-            if private(arr) and backend.shape(value) in ((), arr.shape):
-                ufunc(arr, value, out=arr, casting="same_kind")
-            else:
-                var._write(backend.asarray(ufunc(arr, value), dtype=arr.dtype))
+            with lock:
+                arr = var._value
+                if private(arr) and backend.shape(value) in ((), arr.shape):
+                    ufunc(arr, value, out=arr, casting="same_kind")
+                else:
+                    var._write(backend.asarray(ufunc(arr, value), dtype=arr.dtype))
     return assign
 
 

@@ -4,6 +4,15 @@ Python runs only while tracing, so its side effects happen at trace time, as in 
 call's arguments are turned into a cache key (see ``signature.py``); a new key traces again
 and the function records, and after a few retraces logs, which argument caused it and how.
 
+The traces kept per function are bounded (``eagerflow.config.experimental.
+set_function_trace_cache_size``, 128 by default; TF keeps every trace, so a function called
+with ever new Python values grows without end there). Past the bound the least recently
+used trace is dropped, with one warning per function.
+
+Threads may call one function at once: lookups of known traces take no lock; a miss takes
+the function's lock, so a signature is traced once (its Python side effects happen once)
+however many threads call with it first.
+
 Example:
     >>> import eagerflow as ef
     >>> @ef.function
@@ -19,8 +28,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import logging
+import threading
 import weakref
+
+import numpy as np
 
 from eagerflow import nest
 from eagerflow.framework import context
@@ -39,6 +52,8 @@ _log = logging.getLogger("eagerflow.function")
 _state = context.state
 # TF warns once a function has traced this many times; the log line names the argument.
 RETRACE_WARNING_THRESHOLD = 5
+# Orders lookups of traces, for least-recently-used eviction.
+_tick = itertools.count(1).__next__
 
 
 class Function:
@@ -65,6 +80,8 @@ class Function:
         self._trace_count = 0
         self._retrace_reasons = []
         self._warned = False
+        self._evict_warned = False
+        self._lock = threading.RLock()  # taken on cache misses (tracing, eviction)
         self._instances = weakref.WeakKeyDictionary()
         self._bound_instance = None
         # Calls with only positional eager tensors / simple Python values skip binding and
@@ -84,14 +101,21 @@ class Function:
         except TypeError:  # unhashable or no weakref support
             bound = None
         if bound is None:
-            bound = Function(self._python_function.__get__(instance, owner), self._name,
-                             self._input_signature, self._reduce_retracing, self._jit_compile,
-                             self._autograph)
-            bound._bound_instance = weakref.ref(instance)
-            try:
-                self._instances[instance] = bound
-            except TypeError:
-                pass
+            with self._lock:  # one bound function (one cache) per instance, whatever thread
+                try:
+                    bound = self._instances.get(instance)
+                except TypeError:
+                    bound = None
+                if bound is None:
+                    bound = Function(self._python_function.__get__(instance, owner),
+                                     self._name, self._input_signature,
+                                     self._reduce_retracing, self._jit_compile,
+                                     self._autograph)
+                    bound._bound_instance = weakref.ref(instance)
+                    try:
+                        self._instances[instance] = bound
+                    except TypeError:
+                        pass
         return bound
 
     @property
@@ -132,10 +156,9 @@ class Function:
             if fast_key is not None:
                 concrete = self._fast.get(fast_key)
                 if concrete is None:
-                    concrete, flat = self._concrete_for_call(args, kwargs)
-                    if len(self._fast) < 256:
-                        self._fast[fast_key] = concrete
+                    concrete, flat = self._concrete_for_call(args, kwargs, fast_key)
                     return concrete._call_flat(flat)
+                concrete._last_used = _tick()  # recency for eviction; about 30 ns
                 return concrete._call_flat([a for a in args if a.__class__ is Tensor])
         concrete, flat = self._concrete_for_call(args, kwargs)
         return concrete._call_flat(flat)
@@ -148,19 +171,32 @@ class Function:
         bound.apply_defaults()
         return bound.arguments
 
-    def _concrete_for_call(self, args, kwargs):
+    def _concrete_for_call(self, args, kwargs, fast_key=None):
         arguments = self._bind(args, kwargs)
         if self._input_signature is not None:
             key, flat = sig.signature_key(self._input_signature, arguments, self._param_names)
         else:
             key, flat = sig.make_key(arguments)
         concrete = self._exact.get(key)
+        if concrete is None:
+            with self._lock:
+                concrete = self._lookup_or_trace(arguments, key)
+        concrete._last_used = _tick()
+        if fast_key is not None and len(self._fast) < 256:
+            with self._lock:  # an eviction empties _fast under this lock
+                if self._exact.get(key) is concrete:
+                    self._fast[fast_key] = concrete
+        return concrete, flat
+
+    def _lookup_or_trace(self, arguments, key):
+        """The trace for ``key`` (tracing a new one if none accepts it); holds the lock."""
+        concrete = self._exact.get(key)  # another thread may have traced it meanwhile
         if concrete is not None:
-            return concrete, flat
+            return concrete
         for known, candidate in reversed(self._concretes):
             if sig.key_accepts(known, key):
-                self._exact[key] = candidate
-                return candidate, flat
+                self._remember(key, candidate)
+                return candidate
         trace_key = key
         if self._reduce_retracing and self._concretes:
             for known, _ in reversed(self._concretes):
@@ -169,24 +205,64 @@ class Function:
                     trace_key = relaxed
                     break
         concrete = self._trace(arguments, key, trace_key)
-        self._exact[key] = concrete
-        return concrete, flat
+        self._remember(key, concrete)
+        return concrete
+
+    def _remember(self, key, concrete):
+        exact = self._exact
+        if len(exact) >= 8 * _cache_size():  # only a lookup table over _concretes
+            exact.clear()
+        exact[key] = concrete
+
+    def _evict(self):
+        """Drops least recently used traces beyond the cache size; holds the lock."""
+        limit = _cache_size()
+        if len(self._concretes) <= limit:
+            return
+        keep = sorted(self._concretes, key=lambda kc: getattr(kc[1], "_last_used", 0))
+        dropped = keep[:len(keep) - limit]
+        gone = {id(c) for _, c in dropped}
+        self._concretes = [kc for kc in self._concretes if id(kc[1]) not in gone]
+        self._exact = {k: c for k, c in self._exact.items() if id(c) not in gone}
+        self._fast = {k: c for k, c in self._fast.items() if id(c) not in gone}
+        if not self._evict_warned:
+            self._evict_warned = True
+            _log.warning(
+                "@function %s has traced %d times and keeps at most %d traces: the least "
+                "recently used ones are dropped (and traced again if called again). Pass "
+                "tensors instead of Python values or use input_signature to trace less, or "
+                "raise the bound with "
+                "eagerflow.config.experimental.set_function_trace_cache_size.",
+                self._name, self._trace_count, limit)
 
     # -- tracing -------------------------------------------------------------------------------
     def _trace(self, arguments, key, trace_key):
         if self._concretes:
             reason = sig.describe_difference(self._concretes[-1][0], key)
             self._retrace_reasons.append(reason)
+            if len(self._retrace_reasons) > 2 * _cache_size():
+                del self._retrace_reasons[:-_cache_size()]
             if self._trace_count + 1 >= RETRACE_WARNING_THRESHOLD:
                 _log.warning(
                     "@function %s traced %d times; the last retrace happened because %s. "
                     "Retracing is expensive: pass tensors instead of Python values, use "
                     "input_signature with None dimensions, or reduce_retracing=True.",
                     self._name, self._trace_count + 1, reason)
-        concrete = trace_function(self._traced_callable(), arguments, trace_key, self._name,
-                                  allow_variables=self._trace_count == 0)
+        first = self._trace_count == 0
+        traced = self._traced_callable()
+        concrete = trace_function(traced, arguments, trace_key, self._name,
+                                  allow_variables=first)
+        if first and concrete._tracer.created_variables:
+            # As TF: a first trace that created variables is traced once more with creation
+            # refused, so a function that makes a new variable on every call fails now (with
+            # TF's ValueError) instead of silently reusing the first one; the singleton
+            # pattern (`if self.v is None: self.v = Variable(...)`) traces cleanly.
+            concrete = trace_function(traced, arguments, trace_key, self._name,
+                                      allow_variables=False)
         self._trace_count += 1
+        concrete._last_used = _tick()
         self._concretes.append((trace_key, concrete))
+        self._evict()
         return concrete
 
     def get_concrete_function(self, *args, **kwargs):
@@ -203,13 +279,19 @@ class Function:
             args = self._input_signature
         arguments = self._bind(args, kwargs)
         key = _spec_key(arguments)
-        for known, candidate in self._concretes:
-            if known == key:
-                return candidate
-        return self._trace(arguments, key, key)
+        with self._lock:
+            for known, candidate in self._concretes:
+                if known == key:
+                    candidate._last_used = _tick()
+                    return candidate
+            return self._trace(arguments, key, key)
 
     def __repr__(self):
         return "<eagerflow.Function %s>" % self._name
+
+
+def _cache_size():
+    return context.config.function_trace_cache_size
 
 
 _SIMPLE = (int, float, bool, str, type(None))
@@ -258,6 +340,9 @@ def _spec_key(arguments):
     return tuple(p for p, _ in items), tuple(k for _, k in items)
 
 
+_RETURNED_AS_TENSORS = (bool, int, float, complex, np.ndarray, np.generic)
+
+
 def trace_function(python_function, arguments, key, name, allow_variables=True):
     """Traces ``python_function`` for the tensor specs in ``key``; returns a ConcreteFunction."""
     from eagerflow.tape import GradientTape
@@ -294,7 +379,10 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
             result = python_function(*symbolic_args.args, **symbolic_args.kwargs)
         output_map = []
         for leaf in nest.flatten(result, expand_composites=True):
-            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False):
+            # As TF, Python numbers and numpy values returned become tensors (outputs of Const
+            # nodes); None and other Python objects come back as they are.
+            if isinstance(leaf, Tensor) or getattr(leaf, "_is_variable", False) or isinstance(
+                    leaf, _RETURNED_AS_TENSORS):
                 t = tracer.to_symbolic(leaf)
                 graph.outputs.append((t._node, t._index))
                 output_map.append(("out", len(graph.outputs) - 1))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eagerflow import errors, nest
+from eagerflow import nest
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
@@ -220,16 +220,17 @@ def signature_key(input_signature, arguments, param_names):
         try:
             nest.assert_same_structure(spec, value, check_types=False)
         except (ValueError, TypeError):
-            raise errors.InvalidArgumentError(
-                None, None, "Argument `%s` does not match the function's input_signature: "
+            # TypeError, as TF raises for a call that does not bind to the signature.
+            raise TypeError(
+                "Argument `%s` does not match the function's input_signature: "
                 "expected the structure %s, got %r." % (name, spec, value)) from None
         converted = []
         for (path, leaf), s in zip(nest.flatten_with_paths(value), spec_leaves):
             t = leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf, dtype=s.dtype)
             converted.append(t)
             if not s.is_compatible_with(t):
-                raise errors.InvalidArgumentError(
-                    None, None, "Argument `%s` (%s%s) is not compatible with its input_signature"
+                raise TypeError(
+                    "Argument `%s` (%s%s) is not compatible with its input_signature"
                     " %s. Either pass a matching tensor or change the signature."
                     % ((name,) + path if path else name, t.dtype.name,
                        list(t._value.shape), s))

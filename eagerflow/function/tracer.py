@@ -101,14 +101,10 @@ class Tracer:
                 break
         inputs = []
         for i, a in enumerate(args):
-            # Non-tensor values take the group's dtype, as in dispatch's conversion (numpy
-            # arrays only where TF converts them silently; see dtypes.implicitly_convertible).
-            want = group_dtype if i in group and (
-                not isinstance(a, (np.ndarray, np.generic)) or group_dtype is None or
-                dtypes_lib.implicitly_convertible(a.dtype, group_dtype)) else None
+            # Non-tensor values take the group's dtype, as in dispatch's conversion.
+            want = group_dtype if i in group else None
             converted = self.to_symbolic(a, want, prim)
-            if group_dtype is None and i in group and not isinstance(a, (np.ndarray,
-                                                                         np.generic)):
+            if group_dtype is None and i in group:
                 group_dtype = converted.dtype
             inputs.append(converted)
         _check_dtypes(prim, inputs, group)
@@ -173,10 +169,12 @@ class Tracer:
         """Called by Variable() while tracing: allowed on a function's first trace only."""
         if not self.allow_variable_creation:
             raise ValueError(
-                "A @function tried to create a variable on a trace other than its first. "
-                "Variables inside a function are created once, on the first call; create them "
-                "outside the function (or guard creation with `if self.v is None:` on an "
-                "object attribute) so that later traces reuse them%s." % _at_user_line())
+                "tf.function only supports singleton tf.Variables created on the first call. "
+                "Make sure the tf.Variable is only created once or created outside "
+                "tf.function: variables inside a function are created once, on the first "
+                "call; create them outside the function (or guard creation with "
+                "`if self.v is None:` on an object attribute) so that later traces reuse "
+                "them%s." % _at_user_line())
         self.created_variables.append(variable)
 
     def lift(self, tensor):

@@ -203,11 +203,10 @@ def _group_indices(prim, n):
 def _convert_inputs(prim, args):
     """Converts every argument to an eager Tensor, as TF's eager conversion does.
 
-    Within the op's dtype group, non-tensor values (Python scalars and lists, numpy arrays)
-    take the dtype of the group's first tensor; with no tensor in the group, the first Python
-    value converted fixes it for the rest. numpy arrays convert only where TF allows it silently
-    (``dtypes.implicitly_convertible``): a float64 array next to a float32 tensor becomes
-    float32, a float array next to an int tensor is an error.
+    Within the op's dtype group, values that are not tensors take the dtype of the group's
+    first tensor; with no tensor in the group, the first value converted fixes it for the
+    rest. Python values must fit that dtype (``int32_tensor + 1.5`` raises); numpy arrays
+    are cast to it, as TF casts them (``int32_tensor + np.array([2.5])`` is ``[3]``).
     """
     if not isinstance(args, tuple):
         args = tuple(args)
@@ -244,13 +243,6 @@ def _convert_inputs(prim, args):
             continue
         target = dtypes_lib.from_numpy(group_dtype) if (
             in_group and group_dtype is not None) else None
-        if target is not None and isinstance(a, (np.ndarray, np.generic)) and \
-                not dtypes_lib.implicitly_convertible(a.dtype, target):
-            raise errors.InvalidArgumentError(
-                None, prim.name, "%s: input %d is a numpy array of dtype %s, which does not "
-                "convert to %s, the dtype of the op's other inputs (TF converts integers to "
-                "floats but never floats to integers). Cast it first, e.g. "
-                "eagerflow.cast(x, %s)." % (prim.name, i, a.dtype, target.name, target.name))
         try:
             t = convert_to_tensor(a, dtype=target)
         except TypeError as exc:
@@ -258,7 +250,7 @@ def _convert_inputs(prim, args):
                 None, prim.name, "%s: input %d (%s) cannot be converted to %s: %s"
                 % (prim.name, i, _describe_value(a),
                    target.name if target is not None else "a tensor", exc)) from None
-        if in_group and group_dtype is None and not isinstance(a, (np.ndarray, np.generic)):
+        if in_group and group_dtype is None:
             group_dtype = t._value.dtype
             group_device = t._device
         inputs.append(t)

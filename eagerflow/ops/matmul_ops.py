@@ -18,6 +18,7 @@ from eagerflow.ops.arithmetic import conj
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, BOOL, NUMERIC, REAL, broadcast_shapes
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import convert_to_tensor
 
 __all__ = ["matmul", "matrix_transpose", "adjoint", "cross"]
 
@@ -290,6 +291,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         >>> ef.matmul([[1.0, 2.0]], [[3.0], [4.0]]).numpy().tolist()
         [[11.0]]
     """
+    # TF's matmul converts each operand on its own (b only with a dtype hint), so numpy
+    # arrays keep their dtype here, unlike in elementwise ops.
+    if isinstance(a, (np.ndarray, np.generic)):
+        a = convert_to_tensor(a)
+    if isinstance(b, (np.ndarray, np.generic)):
+        b = convert_to_tensor(b)
     if not (transpose_a or transpose_b or adjoint_a or adjoint_b) and output_type is None:
         return execute(MATMUL, (a, b))
     if transpose_a and adjoint_a:

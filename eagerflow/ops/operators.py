@@ -186,10 +186,19 @@ _OPERATORS = {
 }
 
 
+def _variable_getitem(self, key):
+    # A variable's slice can be assigned to, as TF's (``v[1:3].assign(x)``).
+    from eagerflow.ops.variable_slices import sliced_variable
+
+    return sliced_variable(self, key)
+
+
 def install(cls):
     """Sets the operator methods on ``cls`` (Tensor, Variable, symbolic tensors)."""
     for name, fn in _OPERATORS.items():
         setattr(cls, name, fn)
+    if getattr(cls, "_is_variable", False):
+        cls.__getitem__ = _variable_getitem
     # __eq__ is overridden, so Python would drop __hash__: keep the class's own.
     cls.__hash__ = cls.__dict__.get("__hash__") or cls.__hash__
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import dtypes as d
+from eagerflow import errors
 from eagerflow.ops.philox import (
     _BLOCKS_PER_OUTPUT, _M32, _M64, _offset_counters, philox, philox_words,
 )
@@ -117,6 +118,9 @@ def _int_from_words(words, dtype_name, lo, hi):
     return ((words % span).astype(np.uint32) + np.uint32(lo & _M32)).view(np_dtype)
 
 
+_TRUNCATED_MAX_ROUNDS = 20
+
+
 def _truncated_normal(key, counter, n, dtype_name):
     """Normals within two standard deviations, re-drawn until they fall inside.
 
@@ -132,7 +136,12 @@ def _truncated_normal(key, counter, n, dtype_name):
     out = np.empty((groups, group), np.float64 if wide else np.float32)
     todo = np.arange(groups, dtype=np.uint64)
     blocks = 2  # 8 candidates per float group of 4: about 1 group in 10**5 needs more
-    while todo.size:
+    # Each round doubles the candidates of the groups still short, and a candidate is kept
+    # with probability 0.95: past the cap (2**21 candidates for one group) something is
+    # broken, and saying so beats looping.
+    for _ in range(_TRUNCATED_MAX_ROUNDS):
+        if not todo.size:
+            break
         offsets = todo[:, None] * np.uint64(stride) + np.arange(blocks, dtype=np.uint64)
         words = philox(key, _offset_counters(counter, offsets)).reshape(todo.size, -1)
         if wide:
@@ -148,6 +157,11 @@ def _truncated_normal(key, counter, n, dtype_name):
         out[todo[done].astype(np.intp)] = values[rows, cols].reshape(-1, group)
         todo = todo[~done]
         blocks *= 2
+    if todo.size:
+        raise errors.InternalError(
+            None, "TruncatedNormal", "truncated normal: %d output groups found no value "
+            "within two standard deviations after %d rounds; the random stream is broken."
+            % (todo.size, _TRUNCATED_MAX_ROUNDS))
     return out.reshape(-1)[:n].astype(d.as_dtype(dtype_name).np_dtype)
 
 
@@ -223,12 +237,23 @@ def _shuffle_order(n, key, counter):
     return order
 
 
+# Rounds of the gamma rejection loop before giving up on an output (see _gamma).
+_GAMMA_MAX_ROUNDS = 1000
+
+
 def _gamma(alpha, n_samples, key, counter):
     """Gamma(alpha, 1) samples by Marsaglia-Tsang, per output exactly as TF's CPU kernel.
 
     Output ``(s, a)`` (flat index ``a * n_samples + s``) has its own sub-stream 256 blocks
     apart; each candidate uses one normal and one uniform, taken from the two-value results
     of double Box-Muller / uniform blocks, last value first. All outputs step together.
+
+    ``alpha <= 0`` or NaN has no Gamma distribution: those outputs are NaN. (TF's kernel
+    returns NaN for alpha <= -2/3 and NaN, and finite garbage for -2/3 < alpha <= 0; NaN
+    for every invalid alpha says plainly that the parameter was wrong.) A valid alpha
+    accepts a candidate with probability above 0.95, so the loop ends in a handful of
+    rounds; it is still capped at ``_GAMMA_MAX_ROUNDS``, and an output that has not
+    accepted by then (never seen: about 0.05**1000) is NaN rather than a hang.
     """
     alphas = alpha.astype(np.float64).reshape(-1)
     total = alphas.size * n_samples
@@ -254,15 +279,19 @@ def _gamma(alpha, n_samples, key, counter):
         unif_left[idx] -= 1
         return unif[idx, unif_left[idx]]
 
+    invalid = ~(a > 0)  # also catches NaN
+    out[invalid] = np.nan
     ones = np.nonzero(a == 1.0)[0]
     if ones.size:  # exponential: -log(1 - u)
         out[ones] = -np.log(1.0 - take_uniform(ones))
-    active = np.nonzero(a != 1.0)[0]
+    active = np.nonzero((a != 1.0) & ~invalid)[0]
     small = a < 1
-    dd = a + np.where(small, 2.0 / 3, -1.0 / 3)
-    cc = 1.0 / 3 / np.sqrt(dd)
     with np.errstate(all="ignore"):
-        while active.size:
+        dd = a + np.where(small, 2.0 / 3, -1.0 / 3)
+        cc = 1.0 / 3 / np.sqrt(dd)
+        for _ in range(_GAMMA_MAX_ROUNDS):
+            if not active.size:
+                break
             empty = active[norm_left[active] == 0]
             if empty.size:
                 norm[empty] = draw(empty, True)
@@ -285,5 +314,6 @@ def _gamma(alpha, n_samples, key, counter):
                 res[boost] *= np.power(take_uniform(done[boost]), 1 / a[done[boost]])
             out[done] = res
             active = np.concatenate([retry, active[~accept]])
+        out[active] = np.nan  # did not accept within the cap (see the docstring)
     # Output layout is [samples..., alphas...]: sample s of alpha a sits at s * A + a.
     return out.reshape(alphas.size, n_samples).T

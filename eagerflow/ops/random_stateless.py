@@ -26,8 +26,8 @@ from eagerflow.ops.random_common import (
     _num_samples, _output_dtype, _scale_shift, _shape_attr, _size, _stretch, _validated_shape,
 )
 from eagerflow.ops.random_distributions import (
-    _WIDE, _box_muller_double, _box_muller_float, _categorical, _full_int_from_words, _gamma,
-    _int_from_words, _uniform_from_words, _unit_float64, sample,
+    _GAMMA_MAX_ROUNDS, _WIDE, _box_muller_double, _box_muller_float, _categorical,
+    _full_int_from_words, _gamma, _int_from_words, _uniform_from_words, _unit_float64, sample,
 )
 from eagerflow.ops.registry import AbstractValue
 
@@ -231,12 +231,14 @@ class _ScalarGammaStream:
 
 
 def _reference_gamma_one(stream, a):
-    """Marsaglia-Tsang for one Gamma(a, 1) sample."""
+    """Marsaglia-Tsang for one Gamma(a, 1) sample (NaN for a <= 0 or NaN, as _gamma)."""
+    if not a > 0:
+        return np.nan
     if a == 1.0:
         return -np.log(1.0 - stream.uniform())
     dd = a + (2.0 / 3 if a < 1 else -1.0 / 3)
     cc = 1.0 / 3 / np.sqrt(dd)
-    while True:
+    for _ in range(_GAMMA_MAX_ROUNDS):
         x = stream.normal()
         v = 1 + cc * x
         if v <= 0:
@@ -246,6 +248,7 @@ def _reference_gamma_one(stream, a):
         if u < 1 - 0.0331 * x ** 4 or np.log(u) < 0.5 * x * x + dd * (1 - v + np.log(v)):
             res = dd * v
             return res * stream.uniform() ** (1 / a) if a < 1 else res
+    return np.nan
 
 
 def _reference_gamma(key, counter, alpha, *, shape):

@@ -72,13 +72,23 @@ def _sign_reference(x):
 SIGN = unary("Sign", _sign_kernel, dtypes=FLOAT + SIGNED_INT + COMPLEX,
              reference=_sign_reference, sweep_dtypes=(d.float32, d.float64, d.int32),
              vjp=lambda g, x, out: zeros_like_t(g), saves=())
+def _zero_where_no_gradient(g, grad):
+    """``grad``, but 0 where the incoming gradient ``g`` is 0, as TF's SqrtGrad, RsqrtGrad and
+    ReciprocalGrad: ``where(x > 0, sqrt(x), 0)`` then has gradient 0, not NaN, where x <= 0
+    (0 * inf and 0 * NaN would otherwise leak through the unselected branch)."""
+    from eagerflow.ops import arithmetic
+
+    return arithmetic.where(arithmetic.equal(g, zeros_like_t(g)), zeros_like_t(grad), grad)
+
+
 SQRT = unary("Sqrt", lambda xp: xp.sqrt, reference=np.sqrt, domain=(0.2, 3.0),
-             vjp=lambda g, x, out: g * 0.5 / _c(out), saves=("out",))
+             vjp=lambda g, x, out: _zero_where_no_gradient(g, g * 0.5 / _c(out)),
+             saves=("out",))
 
 
 def _rsqrt_vjp(g, x, out):
     o = _c(out)
-    return g * (o * o * o) * -0.5
+    return _zero_where_no_gradient(g, g * (o * o * o) * -0.5)
 
 
 RSQRT = unary("Rsqrt", lambda xp: (lambda x: xp.reciprocal(xp.sqrt(x))),
@@ -98,7 +108,7 @@ def _reciprocal_kernel(xp):
 
 def _reciprocal_vjp(g, x, out):
     o = _c(out)
-    return -g * (o * o)
+    return _zero_where_no_gradient(g, -g * (o * o))
 
 
 RECIPROCAL = unary("Reciprocal", _reciprocal_kernel, dtypes=FLOAT_COMPLEX + SIGNED_INT,

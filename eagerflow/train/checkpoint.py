@@ -491,6 +491,47 @@ class CheckpointLoadStatus:
         return None
 
 
+class InitializationOnlyStatus:
+    """What ``restore(None)`` returns: nothing was restored (TF's resume snippet
+    ``ckpt.restore(manager.latest_checkpoint)`` passes None on a first run).
+
+    Variables keep their initial values. The assertions raise, as TF's, because no
+    checkpoint was matched; ``expect_partial`` and the TF 1 methods do nothing.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> status = ef.train.Checkpoint(v=ef.Variable(1.0)).restore(None)
+        >>> status.expect_partial() is status
+        True
+    """
+
+    _MESSAGE = "No checkpoint specified (save_path=None); nothing is being restored."
+
+    def assert_consumed(self):
+        """Raises AssertionError: nothing was restored."""
+        raise AssertionError(self._MESSAGE)
+
+    def assert_existing_objects_matched(self):
+        """Raises AssertionError: nothing was restored."""
+        raise AssertionError(self._MESSAGE)
+
+    def assert_nontrivial_match(self):
+        """Raises AssertionError: nothing was restored."""
+        raise AssertionError(self._MESSAGE)
+
+    def expect_partial(self):
+        """Returns ``self``."""
+        return self
+
+    def run_restore_ops(self, session=None):
+        """Does nothing (there is nothing to restore)."""
+        return None
+
+    def initialize_or_restore(self, session=None):
+        """Does nothing: eager variables are already initialized."""
+        return None
+
+
 class Checkpoint:
     """Saves and restores a group of trackable objects (as ``tf.train.Checkpoint``).
 
@@ -584,11 +625,13 @@ class Checkpoint:
         when they are (see the module docstring).
 
         Args:
-            save_path: A checkpoint prefix (``".../ckpt-3"``) or its ``.efckpt`` file.
+            save_path: A checkpoint prefix (``".../ckpt-3"``) or its ``.efckpt`` file, or
+                None (as ``CheckpointManager.latest_checkpoint`` is on a first run): then
+                nothing is restored, as in TF.
             options: A ``CheckpointOptions`` (ignored).
 
         Returns:
-            A ``CheckpointLoadStatus``.
+            A ``CheckpointLoadStatus`` (an ``InitializationOnlyStatus`` for None).
 
         Raises:
             NotFoundError: If there is no such checkpoint.
@@ -596,6 +639,8 @@ class Checkpoint:
             FailedPreconditionError: If its format version is unknown.
             InvalidArgumentError: If a saved shape or dtype does not match a variable.
         """
+        if save_path is None:
+            return InitializationOnlyStatus()
         reader = _open(save_path)
         values = reader.read_all()
         status = CheckpointLoadStatus(self, os.fspath(save_path), values)

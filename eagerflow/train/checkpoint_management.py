@@ -109,7 +109,10 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 def _write_state(directory, state, latest_filename=None):
     def rel(p):
-        return os.path.relpath(p, directory) if os.path.isabs(p) else p
+        # Paths in the state file are relative to its directory (TF's save_relative_paths),
+        # whether the manager was given "./ckpt" or an absolute path: a prefix that is
+        # relative to the working directory would be joined to the directory again on read.
+        return os.path.relpath(os.path.abspath(p), os.path.abspath(directory))
 
     lines = []
     if state.model_checkpoint_path:

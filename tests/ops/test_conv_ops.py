@@ -407,7 +407,8 @@ def test_channel_mismatch_names_both_shapes():
     (lambda x, w: C.conv2d(x, w, 1, [[-1, 0], [0, 0]]), "non-negative"),
     (lambda x, w: C.convolution(x[0, 0, 0], w, padding="SAME"), "spatial"),
     (lambda x, w: C.conv2d(x.astype(np.int32), w.astype(np.int32), 1, "SAME"), "dtype"),
-    (lambda x, w: C.conv2d(x, w.astype(np.float64), 1, "SAME"), "same dtype"),
+    (lambda x, w: C.conv2d(ef.constant(x), ef.constant(w.astype(np.float64)), 1, "SAME"),
+     "same dtype"),
 ])
 def test_bad_arguments(call, pattern):
     x, w = np.zeros((1, 5, 5, 3), np.float32), np.zeros((3, 3, 3, 4), np.float32)

@@ -619,3 +619,47 @@ def test_gpu_gives_the_cpu_numbers():
     np.testing.assert_array_equal(_np(gpu_stateful), _np(r.truncated_normal([33], seed=5)))
     np.testing.assert_array_equal(
         _np(gpu_cat), _np(r.stateless_categorical([[0.0, 1.0, 2.0]], 50, seed=[1, 2])))
+
+
+# -- invalid parameters: NaN, never a hang --------------------------------------------------------
+@pytest.mark.parametrize("dtype", [ef.float16, ef.float32, ef.float64])
+def test_gamma_invalid_alpha_gives_nan_without_hanging(dtype):
+    bad = [-1.0, -0.5, 0.0, float("nan"), -float("inf")]
+    alpha = bad + [0.5, 2.0]
+    x = _np(r.gamma([50], alpha, seed=3, dtype=dtype))
+    assert x.shape == (50, len(alpha))
+    assert np.isnan(x[:, :len(bad)]).all()
+    assert np.isfinite(x[:, len(bad):]).all() and (x[:, len(bad):] > 0).all()
+    y = _np(ef.random.stateless_gamma([50, len(alpha)], seed=[1, 2], alpha=alpha, dtype=dtype))
+    assert np.isnan(y[:, :len(bad)]).all()
+    assert np.isfinite(y[:, len(bad):]).all()
+    traced = ef.function(lambda a: ef.random.stateless_gamma([4, 2], [5, 6], a, dtype=dtype))
+    z = _np(traced(ef.constant([-2.0, 3.0], dtype)))
+    assert np.isnan(z[:, 0]).all() and np.isfinite(z[:, 1]).all()
+
+
+def test_gamma_valid_outputs_unchanged_by_invalid_neighbours():
+    # Each output has its own sub-stream: a NaN alpha next to a valid one changes nothing.
+    alone = _np(ef.random.stateless_gamma([20, 2], seed=[7, 8], alpha=[0.7, 3.0],
+                                          dtype=ef.float64))
+    mixed = _np(ef.random.stateless_gamma([20, 2], seed=[7, 8], alpha=[0.7, float("nan")],
+                                          dtype=ef.float64))
+    np.testing.assert_array_equal(mixed[:, 0], alone[:, 0])
+
+
+def test_gamma_infinite_alpha_is_inf():
+    x = _np(ef.random.stateless_gamma([8], seed=[1, 2], alpha=float("inf")))
+    assert np.isposinf(x).all()
+
+
+def test_rejection_loops_are_bounded(monkeypatch):
+    # With the caps forced to one round, the loops end at once: NaN for gamma outputs that
+    # did not accept in time, a clear error for truncated normal groups still short.
+    from eagerflow.ops import random_distributions as dist
+
+    monkeypatch.setattr(dist, "_GAMMA_MAX_ROUNDS", 0)
+    x = _np(ef.random.stateless_gamma([6], seed=[1, 2], alpha=2.0))
+    assert np.isnan(x).all()
+    monkeypatch.setattr(dist, "_TRUNCATED_MAX_ROUNDS", 0)
+    with pytest.raises(errors.InternalError, match="truncated normal"):
+        ef.random.stateless_truncated_normal([8], seed=[1, 2])

@@ -21,9 +21,20 @@ def test_integer_array_converts_to_float_tensor_dtype():
     assert out.dtype == ef.float32 and out.numpy().tolist() == [3.0]
 
 
-def test_float_array_never_becomes_integer():
-    with pytest.raises(errors.InvalidArgumentError, match="never floats to integers"):
-        ef.constant([1]) + np.array([2.5])
+def test_numpy_arrays_are_cast_as_tf_but_python_values_must_fit():
+    # TF casts numpy values to the tensor's dtype (truncating), but refuses Python floats.
+    assert (ef.constant([1]) + np.array([2.5])).numpy().tolist() == [3]
+    assert (np.array([2.5]) + ef.constant([1])).numpy().tolist() == [3]
+    assert (ef.constant([1]) + np.float64(1.5)).numpy().tolist() == [2]
+    with pytest.raises(errors.InvalidArgumentError, match="1.5"):
+        ef.constant([1]) + 1.5
+    with pytest.raises(errors.InvalidArgumentError, match="1.5"):
+        ef.constant([1]) + [1.5]
+
+
+def test_first_numpy_value_fixes_dtype_without_tensors():
+    out = ef.add(np.array([1.0], np.float32), np.array([2.0]))
+    assert out.dtype == ef.float32 and out.numpy().tolist() == [3.0]
 
 
 def test_python_list_takes_tensor_dtype():
@@ -53,15 +64,6 @@ def test_traced_conversion_equals_eager():
     traced = ef.function(f)(x)
     assert traced.dtype == ef.float32
     np.testing.assert_array_equal(traced.numpy(), f(x).numpy())
-
-
-def test_implicitly_convertible_rule():
-    conv = ef.dtypes.implicitly_convertible
-    assert conv(np.int64, ef.float32) and conv(np.int8, ef.uint8)
-    assert conv(np.float64, ef.float16) and conv(np.float32, ef.complex64)
-    assert not conv(np.float32, ef.int32) and not conv(np.complex64, ef.float32)
-    assert not conv(np.bool_, ef.int32) and not conv(np.int32, ef.bool)
-    assert conv(np.bool_, ef.bool)
 
 
 def test_saturate_cast_in_dtypes_namespace():

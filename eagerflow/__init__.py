@@ -50,11 +50,13 @@ from eagerflow.function.functional_ops import (  # noqa: E402,F401
     foldl, foldr, map_fn, scan, vectorized_map,
 )
 from eagerflow.function.py_function import numpy_function, py_function  # noqa: E402,F401
+from eagerflow.function.assertions import Assert  # noqa: E402,F401
+from eagerflow.function.control_deps import control_dependencies, init_scope  # noqa: E402,F401
 
 
 # Heavier subpackages load on first use, keeping ``import eagerflow`` fast.
 _LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summary",
-                    "profiler", "autograph")
+                    "profiler", "autograph", "debugging", "types")
 
 
 def __getattr__(name):

@@ -140,6 +140,18 @@ class Function:
         """How many times this function has traced."""
         return self._trace_count
 
+    def pretty_printed_concrete_signatures(self, verbose=True):
+        """The signature of every traced graph, one per paragraph (TF's method).
+
+        Example:
+            >>> import eagerflow as ef
+            >>> f = ef.function(lambda x: x + 1.0)
+            >>> _ = f(ef.constant(1.0))
+            >>> "float32" in f.pretty_printed_concrete_signatures()
+            True
+        """
+        return "\n\n".join(c.pretty_printed_signature() for _, c in self._concretes)
+
     def experimental_retrace_reasons(self):
         """One sentence per retrace, saying which argument changed and how."""
         return list(self._retrace_reasons)

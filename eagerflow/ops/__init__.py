@@ -23,7 +23,7 @@ FAMILIES = (
     "philox", "random_distributions", "random_common", "random_stateful", "random_stateless",
     "random_ops",
     "string_ops", "string_split_ops",
-    "range_dynamic", "tensor_array_ops",
+    "range_dynamic", "tensor_array_ops", "debug_ops",
 )
 
 

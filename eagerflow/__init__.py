@@ -42,10 +42,10 @@ from eagerflow.variables import (  # noqa: E402,F401
     Variable, VariableAggregation, VariableSynchronization, variable_creator_scope,
 )
 from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F401
-from eagerflow.function import function  # noqa: E402,F401
+from eagerflow import function  # noqa: E402,F401  (the package; calling it traces)
 from eagerflow.function.control_flow import case, cond, switch_case, while_loop  # noqa
 from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
-from eagerflow.ops.tensor_array_ops import TensorArray  # noqa: E402,F401
+from eagerflow.ops.array.tensor_array_ops import TensorArray  # noqa: E402,F401
 from eagerflow.function.functional_ops import (  # noqa: E402,F401
     foldl, foldr, map_fn, scan, vectorized_map,
 )

@@ -96,7 +96,7 @@ def _call_with_custom_gradient(f, args, kwargs, tapes):
         if tracing:
             # A symbolic output needs a graph node of its own (an Identity), not a copy of
             # its abstract value, or the graph would lose the connection to it.
-            from eagerflow.ops.shape_ops import identity
+            from eagerflow.ops.array.shape_ops import identity
 
             with stop_recording_all():
                 outputs.append(identity(o))

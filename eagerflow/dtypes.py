@@ -268,10 +268,10 @@ _CAST_FUNCTIONS = ("cast", "saturate_cast", "complex")
 
 def __getattr__(name):
     if name in _CAST_FUNCTIONS:
-        from eagerflow.ops import cast as cast_ops
+        from eagerflow.ops.math import cast as cast_ops
 
         if name == "complex":
-            from eagerflow.ops import complex_math
+            from eagerflow.ops.math import complex_math
 
             return complex_math.complex
         return getattr(cast_ops, name)

@@ -487,7 +487,7 @@ class GradientTape:
             if g is None:
                 none_indices.append(len(out))
                 if unconnected is UnconnectedGradients.ZERO and _source_is_float(src):
-                    from eagerflow.ops.arithmetic import zeros_like_t
+                    from eagerflow.ops.math.arithmetic import zeros_like_t
 
                     g = zeros_like_t(_source_value(src))
             out.append(g)
@@ -631,7 +631,7 @@ class GradientTape:
         """
         import numpy as np
 
-        from eagerflow.ops.arithmetic import zeros_like_t
+        from eagerflow.ops.math.arithmetic import zeros_like_t
         from eagerflow.tensor import wrap
 
         if self._used and not self._persistent:
@@ -656,7 +656,8 @@ class GradientTape:
             self._persistent = persistent
             self._used = True
         out = []
-        from eagerflow.ops.array_ops import reshape, stack
+        from eagerflow.ops.array.reshape_ops import reshape
+        from eagerflow.ops.array.join_ops import stack
 
         for src, parts in zip(flat_sources, rows):
             if any(p is None for p in parts):
@@ -719,8 +720,9 @@ class GradientTape:
             self._used = True
         if all(p is None for p in parts):
             return None
-        from eagerflow.ops.arithmetic import zeros_like_t
-        from eagerflow.ops.array_ops import reshape, stack
+        from eagerflow.ops.math.arithmetic import zeros_like_t
+        from eagerflow.ops.array.reshape_ops import reshape
+        from eagerflow.ops.array.join_ops import stack
 
         parts = [p if p is not None else zeros_like_t(src) for p in parts]
         stacked = stack(parts, axis=1)  # [B, inner, S...]
@@ -733,7 +735,7 @@ def _propagate(live, targets, source_ids, wanted, seeds):
     Works on recorded entries and, when a backward pass is compiled for replay, on their
     symbolic stand-ins (``eagerflow.function.backward_replay``).
     """
-    from eagerflow.ops.arithmetic import ADD
+    from eagerflow.ops.math.arithmetic import ADD
 
     reachable = set(wanted)
     for e in live:
@@ -799,7 +801,7 @@ def _flat(structure):
 
 
 def _ones_like(t):
-    from eagerflow.ops.arithmetic import ONES_LIKE
+    from eagerflow.ops.math.arithmetic import ONES_LIKE
 
     if t.__class__ is Tensor and t._value.shape == ():
         # The usual scalar loss: a cached constant one (seeds are never recorded or mutated).

@@ -218,7 +218,7 @@ class Variable(metaclass=_VariableMeta):
             value = convert_to_tensor(initial_value, dtype=dtype) if not isinstance(
                 initial_value, Tensor) else initial_value
         if dtype is not None and value.dtype is not dtypes_lib.as_dtype(dtype):
-            from eagerflow.ops.cast import cast
+            from eagerflow.ops.math.cast import cast
 
             value = cast(value, dtype)
         if value._device is not device:
@@ -418,7 +418,7 @@ class Variable(metaclass=_VariableMeta):
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError("%s takes an IndexedSlices, got %r" % (op, type(sparse_delta)))
         if _state.trace is not None:
-            from eagerflow.ops.reshape_ops import expand_dims
+            from eagerflow.ops.array.reshape_ops import expand_dims
 
             return self._traced_scatter(expand_dims(sparse_delta.indices, -1),
                                         sparse_delta.values, mode, op)
@@ -466,7 +466,7 @@ class Variable(metaclass=_VariableMeta):
 
     def _traced_scatter(self, nd_indices, updates, mode, op):
         """Inside a trace: the new value is a tensor_scatter_nd_* of the read, assigned."""
-        from eagerflow.ops import index_nd_ops
+        from eagerflow.ops.indexing import index_nd_ops
 
         fns = {"update": index_nd_ops.tensor_scatter_nd_update,
                "add": index_nd_ops.tensor_scatter_nd_add,
@@ -537,8 +537,8 @@ class Variable(metaclass=_VariableMeta):
         indices = sparse_delta.indices
         if indices.shape.rank is None or indices.shape.rank <= 1:
             return self.scatter_update(sparse_delta, use_locking, name)
-        from eagerflow.ops.cast import cast
-        from eagerflow.ops.join_ops import stack
+        from eagerflow.ops.math.cast import cast
+        from eagerflow.ops.array.join_ops import stack
 
         shape = indices.shape.as_list()
         if None in shape:
@@ -552,13 +552,13 @@ class Variable(metaclass=_VariableMeta):
 
     def sparse_read(self, indices, name=None):
         """Gathers rows ``indices`` of the variable's value (``gather(v, indices)``)."""
-        from eagerflow.ops.gather_ops import gather
+        from eagerflow.ops.indexing.gather_ops import gather
 
         return gather(self.read_value(), indices)
 
     def gather_nd(self, indices, name=None):
         """``gather_nd`` of the variable's value."""
-        from eagerflow.ops.index_nd_ops import gather_nd
+        from eagerflow.ops.indexing.index_nd_ops import gather_nd
 
         return gather_nd(self.read_value(), indices)
 

@@ -9,7 +9,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import nest
-from eagerflow.ops import random_stateful
+from eagerflow.ops.random import random_stateful
 
 
 # -- random -----------------------------------------------------------------------------------

@@ -226,7 +226,7 @@ def doctest_results(tmp_path_factory):
 
 def test_doctest_module_list():
     names = doctest_modules()
-    assert {"eagerflow", "eagerflow.tensor", "eagerflow.ops.arithmetic", "eagerflow.tape"} \
+    assert {"eagerflow", "eagerflow.tensor", "eagerflow.ops.math.arithmetic", "eagerflow.tape"} \
         <= set(names)
     assert not [n for n in names if n.startswith(DOCTEST_EXCLUDED)]
 

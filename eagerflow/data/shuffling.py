@@ -6,9 +6,10 @@ the input ends, emit what is left of the buffer in uniformly random order. With 
 at least as large as the dataset every order is equally likely; a buffer of 1 keeps the
 order.
 
-Seeds: ``(seed, seed2)`` come from :func:`eagerflow.ops.random_ops.get_seed` when the dataset
-is created, as for every random op, so a global ``eagerflow.random.set_seed`` makes the
-order the same in every fresh program. Without any seed the pair comes from OS entropy.
+Seeds: ``(seed, seed2)`` come from :func:`eagerflow.ops.random.random_stateful.get_seed`
+when the dataset is created, as for every random op, so a global
+``eagerflow.random.set_seed`` makes the order the same in every fresh program. Without any
+seed the pair comes from OS entropy.
 Each pass (each ``iter``, each ``repeat`` epoch) draws from ``numpy``'s Philox-backed
 ``default_rng([seed, seed2, epoch])``; ``reshuffle_each_iteration=False`` pins the epoch at 0
 so every pass has the first pass's order. The numbers are eagerflow's own: orders are not
@@ -28,7 +29,7 @@ import numpy as np
 
 from eagerflow.data import arguments, rows as rows_lib
 from eagerflow.data.dataset import Dataset
-from eagerflow.ops import random_ops
+from eagerflow.ops.random import random_stateful
 
 __all__ = ["ShuffleDataset", "buffer_shuffle"]
 
@@ -85,7 +86,7 @@ class ShuffleDataset(Dataset):
         self._buffer_size = arguments.positive_int(buffer_size, "buffer_size", "shuffle")
         if seed is not None:
             seed = arguments.as_int(seed, "seed", "shuffle")
-        seed, seed2 = random_ops.get_seed(seed)
+        seed, seed2 = random_stateful.get_seed(seed)
         self._seeds = _entropy_seeds() if seed is None else (seed, seed2)
         self._reshuffle = True if reshuffle_each_iteration is None else arguments.as_bool(
             reshuffle_each_iteration, "reshuffle_each_iteration", "shuffle")

@@ -214,9 +214,9 @@ class Strategy:
         op = reduce_op_name(reduce_op)
         if axis is None:
             return self._extended._reduce(op, value)
-        from eagerflow.ops.cast import cast
-        from eagerflow.ops.reductions import reduce_sum
-        from eagerflow.ops.shape_ops import shape
+        from eagerflow.ops.math.cast import cast
+        from eagerflow.ops.reduce.reductions import reduce_sum
+        from eagerflow.ops.array.shape_ops import shape
 
         local = self.experimental_local_results(value)
         sums = [reduce_sum(v, axis=axis) for v in local]
@@ -795,7 +795,7 @@ class StrategyExtended:
         return [wrap(a, device) for a in out]
 
     def _all_gather(self, replica, tensor, axis):
-        from eagerflow.ops.reshape_ops import transpose
+        from eagerflow.ops.array.reshape_ops import transpose
 
         if self._num_replicas_in_sync == 1:
             return tensor
@@ -844,7 +844,7 @@ class StrategyExtended:
             if self._spans_workers:
                 acc = self._cross_worker_all_reduce("sum", acc)
             if op == "mean":
-                from eagerflow.ops.cast import cast
+                from eagerflow.ops.math.cast import cast
 
                 n = self._num_replicas_in_sync
                 acc = acc / cast(convert_to_tensor(n), acc.dtype) if acc.dtype.is_floating \
@@ -864,7 +864,7 @@ class StrategyExtended:
         return wrap(out, tensor._device)
 
     def _gather(self, local, axis):
-        from eagerflow.ops.join_ops import concat
+        from eagerflow.ops.array.join_ops import concat
 
         local = [_dense_tensor(v) for v in local]
         with _device_scope(_host_of(local[0])):

@@ -326,11 +326,11 @@ class SyncOnReadVariable(DistributedVariableMixin, Variable):
 
 
 def _divide(t, n):
-    from eagerflow.ops.arithmetic import divide
-    from eagerflow.ops.cast import cast
+    from eagerflow.ops.math.arithmetic import divide
+    from eagerflow.ops.math.cast import cast
 
     if np.issubdtype(t.dtype.as_numpy_dtype, np.integer):
-        from eagerflow.ops.arithmetic import floordiv
+        from eagerflow.ops.math.arithmetic import floordiv
 
         return floordiv(t, cast(convert_to_tensor(n), t.dtype))
     return divide(t, cast(convert_to_tensor(n), t.dtype))

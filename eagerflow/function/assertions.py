@@ -101,7 +101,7 @@ def _name_of(x):
 
 
 def _compare(op, symbol, x, y, message, summarize, api):
-    from eagerflow.ops.reductions import reduce_all
+    from eagerflow.ops.reduce.reductions import reduce_all
 
     x = convert_to_tensor(x)
     y = convert_to_tensor(y, dtype=x.dtype) if not isinstance(y, Tensor) else y
@@ -177,8 +177,8 @@ def assert_near(x, y, rtol=None, atol=None, message=None, summarize=None, name=N
 
     Default tolerances are ``10 * eps`` of the dtype, as TF.
     """
-    from eagerflow.ops.arithmetic import subtract
-    from eagerflow.ops.complex_math import abs as tf_abs
+    from eagerflow.ops.math.arithmetic import subtract
+    from eagerflow.ops.math.complex_math import abs as tf_abs
 
     x = convert_to_tensor(x)
     y = convert_to_tensor(y, dtype=x.dtype) if not isinstance(y, Tensor) else y
@@ -215,7 +215,7 @@ def assert_rank_at_least(x, rank, message=None, name=None):
 
 def assert_rank_in(x, ranks, message=None, name=None):
     """Asserts that the rank of ``x`` is one of ``ranks`` (``tf.debugging``)."""
-    from eagerflow.ops.reductions import reduce_any
+    from eagerflow.ops.reduce.reductions import reduce_any
 
     ranks = [int(r) for r in ranks]
     return _rank_check(x, lambda r: r in ranks, "must have rank in %s" % ranks, message,
@@ -224,7 +224,7 @@ def assert_rank_in(x, ranks, message=None, name=None):
 
 
 def _rank_check(x, ok, what, message, api, dynamic):
-    from eagerflow.ops.shape_ops import rank as tf_rank
+    from eagerflow.ops.array.shape_ops import rank as tf_rank
 
     x = convert_to_tensor(x)
     r = x.shape.rank
@@ -286,7 +286,7 @@ def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
         >>> ef.debugging.assert_shapes([(ef.ones([2, 3]), ("N", "D")),
         ...                             (ef.ones([2]), ("N",))])
     """
-    from eagerflow.ops.shape_ops import shape as tf_shape
+    from eagerflow.ops.array.shape_ops import shape as tf_shape
 
     items = list(shapes.items()) if isinstance(shapes, dict) else list(shapes)
     sizes = {}

@@ -255,7 +255,7 @@ def _eager_truth(pred):
 
 def _scalar_selector(value, what):
     """``value`` as a rank-0 tensor of the active graph (squeezing a size-1 tensor)."""
-    from eagerflow.ops.array_ops import reshape
+    from eagerflow.ops.array.reshape_ops import reshape
 
     t = _state.trace.to_symbolic(value)
     shape = t._value.shape

@@ -77,7 +77,7 @@ def _cotangents(cotangent):
 
 
 def _zeros_like(t):
-    from eagerflow.ops.arithmetic import zeros_like_t
+    from eagerflow.ops.math.arithmetic import zeros_like_t
 
     return zeros_like_t(t)
 
@@ -156,7 +156,7 @@ def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, libr
 
     def backward(cotangent):
         from eagerflow.function.control_flow import while_loop
-        from eagerflow.ops.indexing_ops import gather
+        from eagerflow.ops.indexing.gather_ops import gather
         from eagerflow.tensor_shape import TensorShape
 
         cots = _cotangents(cotangent)

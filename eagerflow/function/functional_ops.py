@@ -19,7 +19,7 @@ from __future__ import annotations
 from eagerflow import dtypes as d
 from eagerflow import nest
 from eagerflow.function.control_flow import while_loop
-from eagerflow.ops.tensor_array_ops import TensorArray
+from eagerflow.ops.array.tensor_array_ops import TensorArray
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorSpec
 
@@ -41,7 +41,7 @@ def _elements(elems, api):
             raise ValueError("%s(): all tensors in elems must have the same first dimension, "
                              "got %d and %d." % (api, first, other))
     if first is None:
-        from eagerflow.ops.shape_ops import shape
+        from eagerflow.ops.array.shape_ops import shape
 
         n = shape(flat[0])[0]
     else:

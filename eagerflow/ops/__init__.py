@@ -1,33 +1,28 @@
-"""The op library: the registry, the dispatch function and one module per op family."""
+"""The op library: the registry, the dispatch function and the op families.
+
+Each family is a subpackage (``math``, ``reduce``, ``array``, ``indexing``, ``linalg``,
+``nn``, ``random``) with one module per concept; the package's ``__init__`` holds the helpers
+its modules share. The few modules at this level are the machinery every family uses
+(``registry``, ``dispatch``, ``family``, ``vjp``, ``operators``) and the ops that belong to no
+family (``print_ops``, ``static_value``). Families are found by walking the package, so a new
+module needs no list to be edited.
+"""
 
 import importlib
+import pkgutil
 
 from eagerflow.ops import operators  # noqa: F401  (installs Tensor's Python operators)
 
-# A family split into several modules lists its parts, then the module that re-exports them.
-FAMILIES = (
-    "arithmetic", "cast", "broadcast",
-    "math_common", "unary_math", "special_math", "binary_math", "complex_math", "math_ops",
-    "logical_ops",
-    "reduction_common", "scans", "reductions", "reduction_composites", "reduction_ops",
-    "sort_ops", "clip_ops",
-    "array_common", "reshape_ops", "join_ops", "pad_ops", "tile_repeat_ops", "shape_ops",
-    "array_ops",
-    "slicing",
-    "indexing_common", "gather_ops", "index_nd_ops", "segment_ops", "mask_ops", "search_ops",
-    "indexing_ops",
-    "matmul_ops", "diag_ops", "einsum_ops", "linalg_ops",
-    "decomp_common", "linalg_solvers", "linalg_factorizations", "linalg_decomp",
-    "nn_common", "activation_ops", "loss_ops", "normalization_ops", "nn_layer_ops", "nn_ops",
-    "window_geometry", "conv_kernels", "conv_public", "conv_ops", "pool_ops",
-    "philox", "random_distributions", "random_common", "random_stateful", "random_stateless",
-    "random_ops",
-    "string_ops", "string_split_ops",
-    "range_dynamic", "tensor_array_ops", "debug_ops",
-)
+
+def family_modules():
+    """The names of every op module (``eagerflow.ops.math.unary_math``, ...), sorted."""
+    names = []
+    for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
+        names.append(info.name)
+    return sorted(names)
 
 
 def load_all():
-    """Imports every op family module, so the registry holds every primitive."""
-    for name in FAMILIES:
-        importlib.import_module("eagerflow.ops." + name)
+    """Imports every op module, so the registry holds every primitive."""
+    for name in family_modules():
+        importlib.import_module(name)

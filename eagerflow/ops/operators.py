@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from eagerflow.ops import arithmetic as _a
-from eagerflow.ops.arithmetic import ADD, MUL, NEG, POW, SUB
+from eagerflow.ops.math import arithmetic as _a
+from eagerflow.ops.math.arithmetic import ADD, MUL, NEG, POW, SUB
 from eagerflow.ops.dispatch import execute
 
 
@@ -27,13 +27,13 @@ def _lazy(module, name):
     return call
 
 
-_matmul = _lazy("eagerflow.ops.linalg_ops", "matmul")
-_abs = _lazy("eagerflow.ops.math_ops", "abs")
-_getitem = _lazy("eagerflow.ops.slicing", "getitem")
-_and = _lazy("eagerflow.ops.logical_ops", "and_")
-_or = _lazy("eagerflow.ops.logical_ops", "or_")
-_xor = _lazy("eagerflow.ops.logical_ops", "xor_")
-_invert = _lazy("eagerflow.ops.logical_ops", "invert_")
+_matmul = _lazy("eagerflow.ops.linalg.matmul_ops", "matmul")
+_abs = _lazy("eagerflow.ops.math.complex_math", "abs")
+_getitem = _lazy("eagerflow.ops.array.slicing", "getitem")
+_and = _lazy("eagerflow.ops.math.logical_ops", "and_")
+_or = _lazy("eagerflow.ops.math.logical_ops", "or_")
+_xor = _lazy("eagerflow.ops.math.logical_ops", "xor_")
+_invert = _lazy("eagerflow.ops.math.logical_ops", "invert_")
 
 
 def __add__(self, other):

@@ -49,7 +49,7 @@ def sliced_variable(variable, key):
         >>> v.numpy().tolist()
         [7.0, 9.0, 8.0, 4.0]
     """
-    from eagerflow.ops.slicing import getitem
+    from eagerflow.ops.array.slicing import getitem
 
     value = getitem(variable.read_value(), key)
     cls = _slice_class(value.__class__)
@@ -136,9 +136,9 @@ def assign_slice(variable, key, value, read_value=True):
             broadcast to the slice.
         TypeError: If an index is not known when the assignment runs.
     """
-    from eagerflow.ops.index_nd_ops import tensor_scatter_nd_update
-    from eagerflow.ops.reshape_ops import reshape
-    from eagerflow.ops.broadcast import broadcast_to
+    from eagerflow.ops.indexing.index_nd_ops import tensor_scatter_nd_update
+    from eagerflow.ops.array.reshape_ops import reshape
+    from eagerflow.ops.math.broadcast import broadcast_to
     from eagerflow.tensor import convert_to_tensor
 
     shape = variable.shape

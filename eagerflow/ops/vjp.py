@@ -8,7 +8,7 @@ entry per input, and reduces each broadcast gradient to its input's shape.
 from __future__ import annotations
 
 from eagerflow import errors
-from eagerflow.ops.broadcast import sum_to_shape
+from eagerflow.ops.math.broadcast import sum_to_shape
 from eagerflow.tensor import Tensor
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow import _api as api
-from eagerflow.ops.cast import cast
+from eagerflow.ops.math.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
 

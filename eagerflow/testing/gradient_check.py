@@ -7,7 +7,7 @@ whole Jacobian along a random direction.
 
 Example:
     >>> import numpy as np
-    >>> from eagerflow.ops.arithmetic import MUL
+    >>> from eagerflow.ops.math.arithmetic import MUL
     >>> from eagerflow.testing import check_vjp
     >>> check_vjp(MUL, (np.ones(3), np.arange(3.0)), {})
     True

@@ -10,7 +10,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow.data import Dataset
-from eagerflow.ops import random_ops
+from eagerflow.ops.random import random_stateful
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -20,8 +20,8 @@ def no_global_seed():
     """Each test starts without a global seed and leaves none behind."""
 
     def unset():
-        random_ops._seeds.global_seed = None
-        random_ops._seeds.rng = None
+        random_stateful._seeds.global_seed = None
+        random_stateful._seeds.rng = None
 
     unset()
     yield

@@ -1,5 +1,5 @@
-"""Tests of eagerflow.ops.array_ops: every primitive against numpy (values, dtypes, shape
-rules), every gradient by finite differences in float64, the public functions' TF
+"""Tests of the array family, eagerflow.ops.array: every primitive against numpy (values,
+dtypes, shape rules), every gradient by finite differences in float64, the public functions' TF
 semantics, and the errors bad input must raise."""
 
 from __future__ import annotations
@@ -13,14 +13,19 @@ import pytest
 import eagerflow as ef
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.ops import array_ops as A
-from eagerflow.ops import (
-    array_common, join_ops, pad_ops, reshape_ops, shape_ops, tile_repeat_ops,
-)
-from eagerflow.ops import creation_ops as C
+from eagerflow.ops import array as array_common
+from eagerflow.ops.array import join_ops, pad_ops, reshape_ops, shape_ops, tile_repeat_ops
+from eagerflow.ops.array import creation_ops as C
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue, Primitive
 from eagerflow.testing import check_vjp
+from eagerflow.ops import array as array_family
+from eagerflow.ops.array import creation_ops
+from tests.ops.family_view import family_view
+
+# The array family as one namespace: its modules' names, __all__ and EXPORTS.
+A = family_view(array_family, (reshape_ops, join_ops, pad_ops, tile_repeat_ops, shape_ops),
+                extra=(creation_ops,))
 
 _CREATION = {id(v) for v in vars(C).values() if isinstance(v, Primitive)}
 PRIMS = list(dict.fromkeys(

@@ -6,7 +6,7 @@ import pytest
 import eagerflow as ef
 from eagerflow import errors
 from eagerflow.indexed_slices import IndexedSlices
-from eagerflow.ops import clip_ops as c
+from eagerflow.ops.math import clip_ops as c
 
 RNG = np.random.default_rng(5)
 

@@ -13,10 +13,17 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import conv_ops as C
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.testing import check_vjp
+from eagerflow.ops import nn as nn_family
+from eagerflow.ops.nn import conv_kernels
+from eagerflow.ops.nn import conv_public
+from eagerflow.ops.nn import window_geometry
+from tests.ops.family_view import family_view
+
+# The nn family as one namespace: its modules' names, __all__ and EXPORTS.
+C = family_view(nn_family, (conv_public, window_geometry, conv_kernels,))
 
 RNG = np.random.default_rng(20240611)
 TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-12),
@@ -313,7 +320,7 @@ def test_depthwise_gradients(xs, ws, attrs):
 
 
 def test_tape_gradient_and_second_order():
-    from eagerflow.ops import reduction_ops
+    from eagerflow.ops.reduce import reductions
 
     x, w = ef.constant(rand(1, 5, 5, 2)), ef.constant(rand(3, 3, 2, 2))
     with ef.GradientTape() as outer:
@@ -321,9 +328,9 @@ def test_tape_gradient_and_second_order():
         with ef.GradientTape() as inner:
             inner.watch(x)
             y = C.conv2d(x, w, 2, "SAME")
-            loss = reduction_ops.reduce_sum(y * y)
+            loss = reductions.reduce_sum(y * y)
         gx = inner.gradient(loss, x)
-        penalty = reduction_ops.reduce_sum(gx * gx)
+        penalty = reductions.reduce_sum(gx * gx)
     gw = outer.gradient(penalty, w)
     # d loss / dx = conv2d_transpose(2 y); checked against the public transpose.
     check(gx, C.conv2d_transpose(2.0 * y, w, x.shape, 2).numpy())
@@ -334,7 +341,7 @@ def test_tape_gradient_and_second_order():
         with ef.GradientTape() as t:
             t.watch(x)
             yy = C.conv2d(x, ef.constant(wv), 2, "SAME")
-            ll = reduction_ops.reduce_sum(yy * yy)
+            ll = reductions.reduce_sum(yy * yy)
         g = t.gradient(ll, x).numpy()
         return float(np.sum(g * g))
 

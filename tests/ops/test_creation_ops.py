@@ -1,4 +1,4 @@
-"""Tests of eagerflow.ops.creation_ops: zeros/ones/fill/eye/range/linspace against numpy,
+"""Tests of eagerflow.ops.array.creation_ops: zeros/ones/fill/eye/range/linspace against numpy,
 TF's dtype inference, placement on the device scope's device, gradients, the composites
 meshgrid and sequence_mask, and bad input."""
 
@@ -13,7 +13,7 @@ import eagerflow as ef
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.framework import context
-from eagerflow.ops import creation_ops as C
+from eagerflow.ops.array import creation_ops as C
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue, Primitive
 from eagerflow.testing import check_vjp

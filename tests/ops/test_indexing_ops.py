@@ -5,11 +5,14 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import indexing_ops as ix
-from eagerflow.ops import (
-    gather_ops, index_nd_ops, indexing_common, mask_ops, search_ops, segment_ops,
-)
+from eagerflow.ops.indexing import gather_ops, index_nd_ops, mask_ops, search_ops, segment_ops
+from eagerflow.ops import indexing as indexing_common
 from eagerflow.testing import check_vjp
+from eagerflow.ops import indexing as indexing_family
+from tests.ops.family_view import family_view
+
+# The indexing family as one namespace: its modules' names, __all__ and EXPORTS.
+ix = family_view(indexing_family, (gather_ops, index_nd_ops, segment_ops, mask_ops, search_ops,))
 
 RNG = np.random.default_rng(0)
 
@@ -520,7 +523,8 @@ def test_exports_are_public_functions():
 
 
 def _my_prims():
-    from eagerflow.ops import registry, slicing
+    from eagerflow.ops import registry
+    from eagerflow.ops.array import slicing
 
     mine = [v for m in INDEXING_PARTS + (slicing,) for v in vars(m).values()
             if isinstance(v, registry.Primitive) and v.forward.__module__ == m.__name__]

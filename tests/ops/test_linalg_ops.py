@@ -1,4 +1,4 @@
-"""Tests of the linear algebra family: eagerflow.ops.linalg_ops and linalg_decomp.
+"""Tests of the linear algebra family, eagerflow.ops.linalg.
 
 Values are compared with numpy; gradients with finite differences in float64. Complex
 gradients follow TF's convention (for a real loss L, grad = dL/dRe + i dL/dIm), checked as
@@ -11,13 +11,18 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import decomp_common, diag_ops, einsum_ops, matmul_ops
-from eagerflow.ops import linalg_decomp as D
-from eagerflow.ops import linalg_factorizations, linalg_solvers
-from eagerflow.ops import linalg_ops as L
+from eagerflow.ops.linalg import diag_ops, einsum_ops, matmul_ops
+from eagerflow.ops.linalg import linalg_factorizations, linalg_solvers
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.vjp import apply_vjp, saved_inputs
 from eagerflow.testing import check_vjp
+from eagerflow.ops import linalg as linalg_family
+from tests.ops.family_view import family_view
+
+# The linalg family as one namespace: its modules' names, __all__ and EXPORTS.
+D = family_view(linalg_family, (linalg_solvers, linalg_factorizations,))
+# The linalg family as one namespace: its modules' names, __all__ and EXPORTS.
+L = family_view(linalg_family, (matmul_ops, diag_ops, einsum_ops,))
 
 RNG = np.random.default_rng(1234)
 
@@ -815,7 +820,7 @@ def test_shape_functions():
 # ------------------------------------------------------------------------------------------
 
 def test_composite_gradients_through_tape_match_finite_differences():
-    from eagerflow.ops import reduction_ops as R
+    from eagerflow.ops.reduce import reductions
 
     rng = np.random.default_rng(3)
     x0, c, b = rng.standard_normal((4, 4)), rng.standard_normal((4, 4)), rng.standard_normal((4, 2))
@@ -823,6 +828,7 @@ def test_composite_gradients_through_tape_match_finite_differences():
     def f(x):
         a = L.matmul(x, x, transpose_b=True) + 4.0 * np.eye(4)  # symmetric positive definite
         chol = D.cholesky(a)
+        R = reductions
         return (R.reduce_sum(chol * c) + R.reduce_sum(D.inv(a) * c) + D.logdet(a)
                 + R.reduce_sum(D.eigvalsh(a) ** 2) + R.reduce_sum(D.cholesky_solve(chol, b))
                 + R.reduce_sum(D.lstsq(x, b) * b[:, :1]) + L.norm(x, ord=2, axis=(0, 1))
@@ -841,7 +847,7 @@ def test_composite_gradients_through_tape_match_finite_differences():
 
 
 def test_second_order_gradient_of_quadratic_form():
-    from eagerflow.ops import reduction_ops as R
+    from eagerflow.ops.reduce import reductions
 
     a = rand(3, 3)
     x = ef.constant(rand(3, 1))
@@ -849,9 +855,9 @@ def test_second_order_gradient_of_quadratic_form():
         outer.watch(x)
         with ef.GradientTape() as inner:
             inner.watch(x)
-            y = R.reduce_sum(L.matmul(x, L.matmul(a, x), transpose_a=True))
+            y = reductions.reduce_sum(L.matmul(x, L.matmul(a, x), transpose_a=True))
         g = inner.gradient(y, x)
-        z = R.reduce_sum(g * np.arange(3.0).reshape(3, 1))
+        z = reductions.reduce_sum(g * np.arange(3.0).reshape(3, 1))
     np.testing.assert_allclose(g.numpy(), (a + a.T) @ x.numpy(), rtol=1e-12)
     np.testing.assert_allclose(outer.gradient(z, x).numpy(),
                                (a + a.T) @ np.arange(3.0).reshape(3, 1), rtol=1e-12)
@@ -862,8 +868,8 @@ def test_docstring_examples():
 
     if not hasattr(ef, "linalg"):
         pytest.skip("the tf.linalg namespace is not generated yet")
-    families = ((L, matmul_ops, diag_ops, einsum_ops),
-                (D, decomp_common, linalg_solvers, linalg_factorizations))
+    families = ((linalg_family, matmul_ops, diag_ops, einsum_ops),
+                (linalg_solvers, linalg_factorizations))
     for modules in families:
         attempted = 0
         for module in modules:

@@ -1,4 +1,4 @@
-"""Tests of eagerflow.ops.logical_ops: logical and bitwise ops and the & | ^ ~ operators."""
+"""Tests of eagerflow.ops.math.logical_ops: logical and bitwise ops and the & | ^ ~ operators."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import eagerflow as ef
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.ops import logical_ops as lo
+from eagerflow.ops.math import logical_ops as lo
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue, Primitive
 

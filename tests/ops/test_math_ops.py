@@ -1,5 +1,5 @@
-"""Tests of eagerflow.ops.math_ops: references, gradients (first and second order), edge
-cases and error messages."""
+"""Tests of the math family, eagerflow.ops.math: references, gradients (first and second
+order), edge cases and error messages."""
 
 from __future__ import annotations
 
@@ -16,14 +16,20 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.backend import numpy_backend
 from eagerflow.framework import context
-from eagerflow.ops import arithmetic, dispatch, math_ops as m
-from eagerflow.ops import (
-    binary_math, complex_math, math_common, special_math, unary_math,
-)
+from eagerflow.ops.math import arithmetic
+from eagerflow.ops import dispatch
+from eagerflow.ops.math import binary_math, complex_math, special_math, unary_math
+from eagerflow.ops import math as math_common
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue, Primitive
 from eagerflow.ops.vjp import apply_vjp, saved_inputs
 from eagerflow.testing import check_vjp
+from eagerflow.ops import math as math_family
+from tests.ops.family_view import family_view
+
+# The math family as one namespace: its modules' names, __all__ and EXPORTS.
+m = family_view(math_family, (unary_math, special_math, binary_math, complex_math),
+                extra=(arithmetic,))
 
 # Kernels may warn on values they then mask (xlogy at x == 0); eagerflow silences these.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

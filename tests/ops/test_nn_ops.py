@@ -12,13 +12,17 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import activation_ops, loss_ops, nn_common, nn_layer_ops
-from eagerflow.ops import nn_ops as nn
-from eagerflow.ops import normalization_ops
+from eagerflow.ops.nn import activation_ops, loss_ops, nn_layer_ops
+from eagerflow.ops.nn import normalization_ops
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.reduction_ops import reduce_sum
+from eagerflow.ops.reduce.reductions import reduce_sum
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.testing import check_vjp
+from eagerflow.ops import nn as nn_family
+from tests.ops.family_view import family_view
+
+# The nn family as one namespace: its modules' names, __all__ and EXPORTS.
+nn = family_view(nn_family, (activation_ops, loss_ops, normalization_ops, nn_layer_ops,))
 
 RNG = np.random.default_rng(1234)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -685,7 +689,7 @@ def test_second_order_gradients_through_softmax_and_sparse_xent():
 
 # Namespaces ----------------------------------------------------------------------------
 
-NN_MODULES = (nn, nn_common, activation_ops, loss_ops, normalization_ops, nn_layer_ops)
+NN_MODULES = (nn_family, activation_ops, loss_ops, normalization_ops, nn_layer_ops)
 
 
 def _exported(space):

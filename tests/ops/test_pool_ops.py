@@ -13,7 +13,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import pool_ops as P
+from eagerflow.ops.nn import pool_ops as P
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.testing import check_vjp
@@ -230,7 +230,7 @@ def test_gradients_first_and_second_order(shape, attrs):
 
 
 def test_tape_second_order_through_max_and_avg_pool():
-    from eagerflow.ops import reduction_ops
+    from eagerflow.ops.reduce import reductions
 
     x = ef.constant(distinct(1, 5, 5, 2))
     for fn in (P.max_pool2d, P.avg_pool2d):
@@ -239,9 +239,9 @@ def test_tape_second_order_through_max_and_avg_pool():
             with ef.GradientTape() as inner:
                 inner.watch(x)
                 y = fn(x, 3, 2, "SAME")
-                loss = reduction_ops.reduce_sum(y * y * y)
+                loss = reductions.reduce_sum(y * y * y)
             gx = inner.gradient(loss, x)
-            penalty = reduction_ops.reduce_sum(gx * gx)
+            penalty = reductions.reduce_sum(gx * gx)
         hx = outer.gradient(penalty, x)
         v = distinct(1, 5, 5, 2)
 
@@ -250,7 +250,7 @@ def test_tape_second_order_through_max_and_avg_pool():
             with ef.GradientTape() as tape:
                 tape.watch(t)
                 yy = fn(t, 3, 2, "SAME")
-                ll = reduction_ops.reduce_sum(yy * yy * yy)
+                ll = reductions.reduce_sum(yy * yy * yy)
             gg = tape.gradient(ll, t).numpy()
             return float(np.sum(gg * gg))
 

@@ -10,10 +10,18 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import random_ops as r
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.random_generator import Generator, create_rng_state
+from eagerflow.ops.random.random_generator import Generator, create_rng_state
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops import random as random_family
+from eagerflow.ops.random import philox
+from eagerflow.ops.random import random_distributions
+from eagerflow.ops.random import random_stateful
+from eagerflow.ops.random import random_stateless
+from tests.ops.family_view import family_view
+
+# The random family as one namespace: its modules' names, __all__ and EXPORTS.
+r = family_view(random_family, (random_stateful, random_stateless, philox, random_distributions,))
 
 RNG = np.random.default_rng(5)
 STATELESS = [r.STATELESS_GET_KEY_COUNTER, r.STATELESS_NORMAL, r.STATELESS_UNIFORM,
@@ -243,11 +251,12 @@ def test_seed_edge_cases():
 
 
 _SCRIPT = (
-    "import eagerflow.ops.random_ops as r\n"
+    "import eagerflow.ops.random.random_stateful as r\n"
+    "import eagerflow.ops.random.random_stateless as s\n"
     "r.set_seed(42)\n"
     "print(r.normal([3]).numpy().tolist(), r.uniform([2], seed=3).numpy().tolist(),"
     " r.shuffle(list(range(6))).numpy().tolist(),"
-    " r.stateless_uniform([2], seed=[4, 5]).numpy().tolist())\n"
+    " s.stateless_uniform([2], seed=[4, 5]).numpy().tolist())\n"
     "r._seeds.global_seed = None\n"
     "print(r.normal([3]).numpy().tolist())\n")
 
@@ -544,7 +553,7 @@ def test_generator_bad_inputs():
 
 
 def test_global_generator():
-    from eagerflow.ops import random_generator as rg
+    from eagerflow.ops.random import random_generator as rg
 
     g = rg.get_global_generator()
     assert g is rg.get_global_generator()
@@ -655,7 +664,7 @@ def test_gamma_infinite_alpha_is_inf():
 def test_rejection_loops_are_bounded(monkeypatch):
     # With the caps forced to one round, the loops end at once: NaN for gamma outputs that
     # did not accept in time, a clear error for truncated normal groups still short.
-    from eagerflow.ops import random_distributions as dist
+    from eagerflow.ops.random import random_distributions as dist
 
     monkeypatch.setattr(dist, "_GAMMA_MAX_ROUNDS", 0)
     x = _np(ef.random.stateless_gamma([6], seed=[1, 2], alpha=2.0))

@@ -12,11 +12,25 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import math_ops
-from eagerflow.ops import reduction_ops as r
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.testing import check_vjp
+from eagerflow.ops import math as math_family
+from eagerflow.ops import reduce as reduce_family
+from eagerflow.ops.math import arithmetic, binary_math
+from eagerflow.ops.math import complex_math
+from eagerflow.ops.math import special_math
+from eagerflow.ops.math import unary_math
+from eagerflow.ops.reduce import reduction_composites
+from eagerflow.ops.reduce import reductions
+from eagerflow.ops.reduce import scans
+from tests.ops.family_view import family_view
+
+# The math family as one namespace: its modules' names, __all__ and EXPORTS.
+math_ops = family_view(math_family, (unary_math, special_math, binary_math, complex_math),
+                extra=(arithmetic,))
+# The reduce family as one namespace: its modules' names, __all__ and EXPORTS.
+r = family_view(reduce_family, (scans, reductions, reduction_composites,))
 
 RNG = np.random.default_rng(20240611)
 PRIMS = [r.SUM, r.PROD, r.MEAN, r.MAX, r.MIN, r.ANY, r.ALL_, r.BROADCAST_REDUCED, r.ARGMAX,

@@ -5,10 +5,11 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import operators, slicing
+from eagerflow.ops import operators
+from eagerflow.ops.array import slicing
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.ops.slicing import STRIDED_SLICE, STRIDED_SLICE_GRAD, getitem, strided_slice
+from eagerflow.ops.array.slicing import STRIDED_SLICE, STRIDED_SLICE_GRAD, getitem, strided_slice
 from eagerflow.tensor_shape import TensorShape
 from eagerflow.testing import check_vjp
 

@@ -5,7 +5,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from eagerflow.ops import sort_ops as s
+from eagerflow.ops.array import sort_ops as s
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.testing import check_vjp

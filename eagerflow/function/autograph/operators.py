@@ -123,7 +123,7 @@ def or_(a_fn, b_fn):
 def not_(a):
     """``not a``: ``logical_not`` for a symbolic tensor."""
     if _symbolic(a):
-        from eagerflow.ops.logical_ops import logical_not
+        from eagerflow.ops.math.logical_ops import logical_not
 
         return logical_not(a)
     return not a
@@ -227,7 +227,7 @@ def _branch_output(value, placeholder):
 
 def _return_placeholders(states, outputs):
     """Zeros standing in for a return value a branch does not set (never observed)."""
-    from eagerflow.ops.creation_ops import zeros
+    from eagerflow.ops.array.creation_ops import zeros
 
     found = {}
     for i in outputs:
@@ -394,7 +394,7 @@ def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opt
             if extra_test is not None:
                 extra = extra_test()
                 if isinstance(extra, Tensor):
-                    from eagerflow.ops.logical_ops import logical_and
+                    from eagerflow.ops.math.logical_ops import logical_and
 
                     result = logical_and(result, extra)
                 elif not extra:
@@ -447,7 +447,7 @@ class _ElementSource:
     """The elements of a symbolic tensor, read by index inside a loop."""
 
     def __init__(self, tensor):
-        from eagerflow.ops.shape_ops import shape
+        from eagerflow.ops.array.shape_ops import shape
 
         shape_ = tensor.shape
         if shape_.rank == 0:
@@ -458,12 +458,12 @@ class _ElementSource:
         self.n = first if first is not None else shape(tensor)[0]
 
     def more(self, counter):
-        from eagerflow.ops.arithmetic import less
+        from eagerflow.ops.math.arithmetic import less
 
         return less(counter, self.n)
 
     def at(self, counter):
-        from eagerflow.ops.gather_ops import gather
+        from eagerflow.ops.indexing.gather_ops import gather
 
         return gather(self.tensor, counter)
 
@@ -501,7 +501,7 @@ def _probe(fn):
 
 def _return_loop_placeholders(init, tensor_idx, invariants, run_body):
     """A return value first set inside the loop enters it as zeros of its traced type."""
-    from eagerflow.ops.creation_ops import zeros
+    from eagerflow.ops.array.creation_ops import zeros
     from eagerflow.tensor_shape import TensorShape
 
     probe = [init[i] for i in tensor_idx]

@@ -19,7 +19,7 @@ from eagerflow.function.symbolic import SymbolicTensor
 
 def _range(*args):
     if any(isinstance(a, SymbolicTensor) for a in args):
-        from eagerflow.ops.creation_ops import range as tf_range
+        from eagerflow.ops.array.creation_ops import range as tf_range
 
         return tf_range(*args)
     return builtins.range(*args)
@@ -31,7 +31,7 @@ def _len(value):
         if shape.rank == 0:
             raise TypeError("len() of a scalar tensor is not defined.")
         if shape.rank is None or shape.as_list()[0] is None:
-            from eagerflow.ops.shape_ops import shape as tf_shape
+            from eagerflow.ops.array.shape_ops import shape as tf_shape
 
             return tf_shape(value)[0]
     return builtins.len(value)

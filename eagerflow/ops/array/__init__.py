@@ -1,0 +1,121 @@
+"""Structural array ops: reshape, transpose, concat, stack, split, pad, tile, reverse, roll...
+
+These ops move or copy elements without arithmetic, so every dtype is accepted and each
+gradient is the adjoint movement (reshape back, inverse permutation, split for concat, fold
+the padding back...). Shapes, axes and sizes are static attrs; a value computed inside a
+traced function is rejected with a message that says to pass a static one.
+
+The family is one module per concept in this package:
+
+* :mod:`eagerflow.ops.array.reshape_ops`: reshape, transpose, expand_dims, squeeze.
+* :mod:`eagerflow.ops.array.join_ops`: concat, split, stack, unstack.
+* :mod:`eagerflow.ops.array.pad_ops`: pad (constant, reflect and symmetric).
+* :mod:`eagerflow.ops.array.tile_repeat_ops`: tile, repeat, reverse, roll.
+* :mod:`eagerflow.ops.array.shape_ops`: shape, shape_n, size, rank, ensure_shape, the broadcast
+  shape functions, identity, identity_n, stop_gradient and where_indices.
+* this package's ``__init__``: the checks and helpers they share.
+
+Example:
+    >>> import eagerflow as ef
+    >>> x = ef.reshape(ef.range(6), [2, -1])
+    >>> ef.concat([x, x], axis=1).shape
+    TensorShape([2, 6])
+
+The helpers here are shared by the array family's modules: errors, axis and dimension
+checks, shapes.
+
+Axes, shapes and sizes are static attrs of the array primitives; these helpers validate
+them once for every op (an out-of-range axis names the op, the axis and the valid range)
+and read a tensor's static dimensions (None where unknown while tracing).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from eagerflow import dtypes as d
+from eagerflow import errors
+from eagerflow.ops.math.arithmetic import ZEROS_LIKE
+from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
+from eagerflow.ops.array.creation_ops import FILL, int_tuple
+from eagerflow.ops.dispatch import execute
+from eagerflow.tensor import Tensor, convert_to_tensor, is_tensor
+
+__all__ = []
+
+EXPORTS = {}
+
+
+_SWEEP = (d.float32, d.float64, d.int32, d.bool, d.complex64)
+_range = builtins.range  # ``range`` here is the op, re-exported from creation_ops
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+def _err(message):
+    """An error raised in a kernel or shape rule; dispatch prefixes op, inputs and device."""
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _axis(axis, rank, what="axis"):
+    """Validates ``axis`` against ``rank`` and returns it non-negative."""
+    if not -rank <= axis < rank:
+        if rank == 0:
+            raise _err("%s %d is invalid: a 0-d tensor has no axes." % (what, axis))
+        raise _err("%s %d is out of range for a tensor of rank %d (valid range [%d, %d])."
+                   % (what, axis, rank, -rank, rank - 1))
+    return axis % rank
+
+
+def _new_axis(axis, rank):
+    """Validates the position of a new dimension (expand_dims, stack): [-rank-1, rank]."""
+    if not -rank - 1 <= axis <= rank:
+        raise _err("axis %d is out of range for inserting a dimension into a tensor of rank "
+                   "%d (valid range [%d, %d])." % (axis, rank, -rank - 1, rank))
+    return axis % (rank + 1)
+
+
+def _dims(x):
+    """Static dims of a tensor or aval: a tuple (None for unknown dims), or None (unknown rank)."""
+    if x.__class__ is Tensor:
+        return x._value.shape
+    shape = x.shape
+    if shape is None or isinstance(shape, tuple):
+        return shape
+    dims = shape.dims
+    return None if dims is None else tuple(dims)
+
+
+def _prod(dims):
+    n = 1
+    for s in dims:
+        n *= s
+    return n
+
+
+def _scalar_axis(axis, op):
+    """An int axis from an int, a 0-d/1-element integer tensor or a length-1 list."""
+    if axis.__class__ is int:
+        return axis
+    try:
+        values = int_tuple(axis, op, "axis")
+    except errors.InvalidArgumentError:
+        values = ()
+    if len(values) != 1:
+        raise errors.InvalidArgumentError(
+            None, op, "%s: axis must be an int (or a 1-element list), got %r." % (op, axis))
+    return values[0]
+
+
+def _as_tensor(x):
+    return x if is_tensor(x) else convert_to_tensor(x)
+
+
+def _fully_known(dims):
+    return dims is not None and None not in dims
+
+
+def _zeros_shaped(template, shape):
+    """Zeros of ``shape`` with the dtype and device of ``template``."""
+    zero = execute(SUM_TO_SHAPE, (execute(ZEROS_LIKE, (template,)),), {"shape": ()})
+    return execute(FILL, (zero,), {"shape": tuple(shape)})

@@ -1,0 +1,537 @@
+"""The convolution primitives: ``Conv``, ``ConvBackpropInput`` and ``ConvBackpropFilter``, in
+a plain and a depthwise family.
+
+The kernel builds a strided *window view* ``[N, *out, *k, C]`` of the padded input (no
+copy), lays it out as one matrix (im2col) and multiplies it by the filter in a single BLAS
+call, so the same code runs on numpy and cupy.
+
+The input gradient is the transposed convolution ``ConvBackpropInput`` (one GEMM, then a
+scatter-add of the columns per kernel tap) and the filter gradient is ``ConvBackpropFilter``
+(one GEMM over the same window view). Each of the three is linear in each input, so each
+one's gradient is expressed with the other two and higher-order gradients work::
+
+    d Conv(x, w)           = BackpropInput(g, w),  BackpropFilter(x, g)
+    d BackpropInput(dy, w) = Conv(g, w),            BackpropFilter(g, dy)
+    d BackpropFilter(x, dy) = BackpropInput(dy, g), Conv(x, g)
+
+The references for the sweeps are plain loops over output positions.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.ops import registry
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.family import FLOAT
+from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.nn.window_geometry import (
+    CHANNELS_FIRST, FORMATS, _err, _prod, conv_geometry, crop_spatial, from_channels_last,
+    pad_spatial, tap_slices, to_channels_last, windows,
+)
+
+__all__ = []
+
+EXPORTS = {}
+
+
+# --------------------------------------------------------------------------------------------
+# The three convolutions on arrays, written against xp.
+# --------------------------------------------------------------------------------------------
+
+def _compute_dtype(xp, a):
+    # Half types accumulate in float32: numpy has no BLAS for them and TF accumulates wider.
+    return xp.float32 if a.dtype.itemsize == 2 else a.dtype
+
+
+def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
+    """Channels-last forward convolution; ``w`` in grouped layout [*k, Cg, O].
+
+    With ``channels_first`` the result comes back as [N, O, *out] straight from the GEMM.
+    """
+    nd = len(g.k)
+    ct = _compute_dtype(xp, x)
+    xpad = pad_spatial(xp, x, g.pads)
+    win = windows(xp, xpad, g.out_sp, g.k, strides, dilations)
+    n = x.shape[0]
+    m = n * _prod(g.out_sp)
+    kp = _prod(g.k)
+    groups, cg, o = g.groups, g.cg, g.o
+    if groups == 1:
+        cols = win.reshape(m, kp * cg).astype(ct, copy=False)
+        wm = w.reshape(kp * cg, o).astype(ct, copy=False)
+        if channels_first:
+            # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
+            out = xp.matmul(wm.T, cols.reshape(n, _prod(g.out_sp), kp * cg).transpose(0, 2, 1))
+            return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
+        out = xp.matmul(cols, wm)
+    elif cg == 1 and groups == o:
+        # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
+        out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
+        wk = w.reshape(kp, o).astype(ct, copy=False)
+        if m:
+            for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
+                out += xpad[index] * wk[i]
+        out = out.reshape(m, o)
+    else:
+        og = o // groups
+        # [N, *out, *k, G, Cg] -> [G, N, *out, *k, Cg] -> [G, M, K*Cg]: one copy.
+        win = win.reshape(win.shape[:-1] + (groups, cg))
+        axes = (2 * nd + 1,) + tuple(range(2 * nd + 1)) + (2 * nd + 2,)
+        cols = win.transpose(axes).reshape(groups, m, kp * cg).astype(ct, copy=False)
+        wg = w.reshape(kp, cg, groups, og).transpose(2, 0, 1, 3).reshape(groups, kp * cg, og)
+        out = xp.matmul(cols, wg.astype(ct, copy=False)).transpose(1, 0, 2).reshape(m, o)
+    out = out.astype(x.dtype, copy=False).reshape((n,) + g.out_sp + (o,))
+    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if channels_first else out
+
+
+def _conv_backprop_input(xp, dy, w, g, strides, dilations):
+    """Channels-last transposed convolution: the gradient of ``_conv_forward`` wrt x."""
+    nd = len(g.k)
+    ct = _compute_dtype(xp, dy)
+    groups, cg, o = g.groups, g.cg, g.o
+    c = groups * cg
+    n = dy.shape[0]
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(g.in_sp, g.pads))
+    dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
+    m = n * _prod(g.out_sp)
+    kp = _prod(g.k)
+    if m and kp * c and o and cg == 1 and groups == o:
+        # Depthwise with multiplier 1: a multiply-add per kernel tap.
+        dyc = dy.astype(ct, copy=False)[..., None]
+        wk = w.reshape(kp, groups, 1).astype(ct, copy=False)
+        for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
+            dxp[index] += dyc * wk[i]
+    elif m and kp * c and o:
+        og = o // groups
+        dyg = dy.reshape(m, groups, og).transpose(1, 0, 2).astype(ct, copy=False)
+        wg = w.reshape(kp, cg, groups, og).transpose(2, 3, 0, 1).reshape(groups, og, kp * cg)
+        cols = xp.matmul(dyg, wg.astype(ct, copy=False))      # [G, M, K*Cg]
+        cols = cols.reshape((groups, n) + g.out_sp + g.k + (cg,))
+        cols = xp.moveaxis(cols, 0, -2)                       # [N, *out, *k, G, Cg] (view)
+        lead = (slice(None),) * (1 + nd)
+        for tap, index in tap_slices(g.k, g.out_sp, strides, dilations):
+            dxp[index] += cols[lead + tap]
+    dxp = dxp.reshape((n,) + padded + (c,))
+    return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
+
+
+def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
+    """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O]."""
+    nd = len(g.k)
+    ct = _compute_dtype(xp, x)
+    groups, cg, o = g.groups, g.cg, g.o
+    xpad = pad_spatial(xp, x, g.pads)
+    win = windows(xp, xpad, g.out_sp, g.k, strides, dilations)
+    m = x.shape[0] * _prod(g.out_sp)
+    kp = _prod(g.k)
+    if groups == 1:
+        cols = win.reshape(m, kp * cg).astype(ct, copy=False)
+        dw = xp.matmul(cols.T, dy.reshape(m, o).astype(ct, copy=False))
+    elif cg == 1 and groups == o:
+        # Depthwise with multiplier 1: one weighted sum per kernel tap.
+        dw = xp.zeros((kp, o), dtype=ct)
+        if m:
+            dyc = dy.astype(ct, copy=False)
+            for i, (_, index) in enumerate(tap_slices(g.k, g.out_sp, strides, dilations)):
+                dw[i] = (xpad[index] * dyc).reshape(m, o).sum(axis=0)
+    else:
+        og = o // groups
+        win = win.reshape(win.shape[:-1] + (groups, cg))
+        axes = (2 * nd + 1,) + tuple(range(2 * nd + 1)) + (2 * nd + 2,)
+        cols = win.transpose(axes).reshape(groups, m, kp * cg).astype(ct, copy=False)
+        dyg = dy.reshape(m, groups, og).transpose(1, 0, 2).astype(ct, copy=False)
+        dw = xp.matmul(cols.transpose(0, 2, 1), dyg)          # [G, K*Cg, Og]
+        dw = dw.reshape(groups, kp, cg, og).transpose(1, 2, 0, 3).reshape(kp * cg, o)
+    return dw.astype(x.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel factories. Attributes: strides, dilations (tuples of nd ints), padding ("SAME",
+# "VALID" or nd (before, after) pairs), data_format; plus input_shape / filter_shape.
+# --------------------------------------------------------------------------------------------
+
+def _to_last(xp, a, data_format):
+    return xp.moveaxis(a, 1, -1) if data_format in CHANNELS_FIRST else a
+
+
+def _from_last(xp, a, data_format):
+    if data_format in CHANNELS_FIRST:
+        return xp.ascontiguousarray(xp.moveaxis(a, -1, 1))
+    return a
+
+
+def _grouped_filter(w, g, depthwise):
+    # A depthwise filter [*k, C, M] is a grouped filter [*k, 1, C * M] with C groups.
+    return w.reshape(g.k + (1, g.o)) if depthwise else w
+
+
+def _resolve_input_shape(input_shape, dy_shape, w_shape, data_format, depthwise):
+    """Fills unknown batch/channel dims of a static input shape from dy and the filter."""
+    if None not in input_shape:
+        return tuple(input_shape)
+    shape = list(to_channels_last(input_shape, data_format))
+    if shape[0] is None:
+        shape[0] = dy_shape[0]
+    if shape[-1] is None:
+        shape[-1] = w_shape[-2]
+    if None in shape:
+        raise _err("input_shape %s has unknown spatial dimensions; the transposed "
+                   "convolution needs them to be static." % (list(input_shape),))
+    return from_channels_last(tuple(shape), data_format)
+
+
+def _conv_kernel(depthwise):
+    def factory(xp):
+        def kernel(x, w, *, strides, dilations, padding, data_format):
+            g = conv_geometry(x.shape, w.shape, strides, dilations, padding, data_format,
+                              depthwise)
+            return _conv_forward(xp, _to_last(xp, x, data_format),
+                                 _grouped_filter(w, g, depthwise), g, strides, dilations,
+                                 data_format in CHANNELS_FIRST)
+        return kernel
+    return factory
+
+
+def _backprop_input_kernel(depthwise):
+    def factory(xp):
+        def kernel(dy, w, *, input_shape, strides, dilations, padding, data_format):
+            input_shape = _resolve_input_shape(input_shape, dy.shape, w.shape, data_format,
+                                               depthwise)
+            g = conv_geometry(input_shape, w.shape, strides, dilations, padding, data_format,
+                              depthwise)
+            _check_dy(dy.shape, g, data_format, "input_shape %s" % (list(input_shape),))
+            dx = _conv_backprop_input(xp, _to_last(xp, dy, data_format),
+                                      _grouped_filter(w, g, depthwise), g, strides, dilations)
+            return _from_last(xp, dx, data_format)
+        return kernel
+    return factory
+
+
+def _backprop_filter_kernel(depthwise):
+    def factory(xp):
+        def kernel(x, dy, *, filter_shape, strides, dilations, padding, data_format):
+            g = conv_geometry(x.shape, tuple(filter_shape), strides, dilations, padding,
+                              data_format, depthwise)
+            _check_dy(dy.shape, g, data_format, "the input")
+            dw = _conv_backprop_filter(xp, _to_last(xp, x, data_format),
+                                       _to_last(xp, dy, data_format), g, strides, dilations)
+            return dw.reshape(tuple(filter_shape))
+        return kernel
+    return factory
+
+
+def _check_dy(dy_shape, g, data_format, what):
+    expected = g.out_shape(data_format)
+    if tuple(dy_shape) != tuple(expected):
+        raise _err("the output gradient has shape %s but the convolution of %s computes an "
+                   "output of shape %s (%s). Check output_shape/input_shape, strides and "
+                   "padding." % (list(dy_shape), what, list(expected), data_format))
+
+
+# --------------------------------------------------------------------------------------------
+# Shape rules (tracing).
+# --------------------------------------------------------------------------------------------
+
+def _traced(prim_name, fn):
+    """Runs a geometry check in a shape rule, naming the op in any error."""
+    try:
+        return fn()
+    except errors.OpError as exc:
+        if exc.op is None:
+            exc.op = prim_name
+            exc.message = "%s: %s" % (prim_name, exc.message)
+            exc.args = (exc.message,)
+        raise
+
+
+def _known(aval, prim_name):
+    if aval.shape is None:
+        raise errors.InvalidArgumentError(
+            None, prim_name, "%s needs inputs of known rank to trace." % prim_name)
+    return aval.shape
+
+
+def _conv_shape_fn(name, depthwise):
+    def shape_fn(x, w, *, strides, dilations, padding, data_format):
+        g = _traced(name, lambda: conv_geometry(_known(x, name), _known(w, name), strides,
+                                                dilations, padding, data_format, depthwise))
+        return AbstractValue(g.out_shape(data_format), x.dtype)
+    return shape_fn
+
+
+def _backprop_input_shape_fn(name, depthwise):
+    def shape_fn(dy, w, *, input_shape, strides, dilations, padding, data_format):
+        _traced(name, lambda: conv_geometry(tuple(input_shape), _known(w, name), strides,
+                                            dilations, padding, data_format, depthwise))
+        return AbstractValue(input_shape, dy.dtype)
+    return shape_fn
+
+
+def _backprop_filter_shape_fn(name, depthwise):
+    def shape_fn(x, dy, *, filter_shape, strides, dilations, padding, data_format):
+        _traced(name, lambda: conv_geometry(_known(x, name), tuple(filter_shape), strides,
+                                            dilations, padding, data_format, depthwise))
+        return AbstractValue(filter_shape, x.dtype)
+    return shape_fn
+
+
+# --------------------------------------------------------------------------------------------
+# Gradient rules: each primitive of a family is differentiated with the other two.
+# --------------------------------------------------------------------------------------------
+
+def _static_shape(t):
+    return tuple(t.shape.as_list()) if hasattr(t.shape, "as_list") else tuple(t.shape)
+
+
+def _conv_vjp(fam):
+    def vjp(g, x, w, out, **attrs):
+        dx = execute(fam["input"], (g, w), dict(attrs, input_shape=_static_shape(x)))
+        dw = execute(fam["filter"], (x, g), dict(attrs, filter_shape=_static_shape(w)))
+        return dx, dw
+    return vjp
+
+
+def _backprop_input_vjp(fam):
+    def vjp(g, dy, w, out, *, input_shape, **attrs):
+        d_dy = execute(fam["conv"], (g, w), attrs)
+        d_w = execute(fam["filter"], (g, dy), dict(attrs, filter_shape=_static_shape(w)))
+        return d_dy, d_w
+    return vjp
+
+
+def _backprop_filter_vjp(fam):
+    def vjp(g, x, dy, out, *, filter_shape, **attrs):
+        d_x = execute(fam["input"], (dy, g), dict(attrs, input_shape=_static_shape(x)))
+        d_dy = execute(fam["conv"], (x, g), attrs)
+        return d_x, d_dy
+    return vjp
+
+
+# --------------------------------------------------------------------------------------------
+# numpy references: a loop over output positions on a dense (block-diagonal) filter, an
+# algorithm independent of the kernels' im2col.
+# --------------------------------------------------------------------------------------------
+
+def _dense_filter(w, g, depthwise):
+    """The [*k, C, O] filter equivalent to a grouped or depthwise one (zeros off-group)."""
+    wg = np.asarray(w).reshape(g.k + (1, g.o)) if depthwise else np.asarray(w)
+    og = g.o // g.groups
+    dense = np.zeros(g.k + (g.groups * g.cg, g.o), wg.dtype)
+    for grp in range(g.groups):
+        dense[..., grp * g.cg:(grp + 1) * g.cg, grp * og:(grp + 1) * og] = \
+            wg[..., grp * og:(grp + 1) * og]
+    return dense
+
+
+def _positions(g, strides, dilations):
+    """Yields (output index, np.ix_-style index of the padded input window)."""
+    for pos in itertools.product(*[range(o) for o in g.out_sp]):
+        index = np.ix_(*[np.arange(p * s, p * s + (k - 1) * d + 1, d)
+                         for p, s, k, d in zip(pos, strides, g.k, dilations)])
+        yield pos, index
+
+
+def _ref_last(a, data_format):
+    return np.moveaxis(np.asarray(a), 1, -1) if data_format in CHANNELS_FIRST else np.asarray(a)
+
+
+def _ref_first(a, data_format):
+    return np.moveaxis(a, -1, 1) if data_format in CHANNELS_FIRST else a
+
+
+def _ref_conv(depthwise):
+    def ref(x, w, *, strides, dilations, padding, data_format):
+        g = conv_geometry(np.shape(x), np.shape(w), strides, dilations, padding, data_format,
+                          depthwise)
+        xl = np.pad(_ref_last(x, data_format).astype(np.float64),
+                    ((0, 0),) + g.pads + ((0, 0),))
+        dense = _dense_filter(w, g, depthwise).astype(np.float64)
+        out = np.zeros((g.n,) + g.out_sp + (g.o,))
+        for pos, index in _positions(g, strides, dilations):
+            # [N, *k, C] x [*k, C, O] -> [N, O]
+            out[(slice(None),) + pos] = np.tensordot(xl[(slice(None),) + index], dense,
+                                                     axes=len(g.k) + 1)
+        return _ref_first(out, data_format).astype(np.asarray(x).dtype)
+    return ref
+
+
+def _ref_backprop_input(depthwise):
+    def ref(dy, w, *, input_shape, strides, dilations, padding, data_format):
+        g = conv_geometry(tuple(input_shape), np.shape(w), strides, dilations, padding,
+                          data_format, depthwise)
+        dense = _dense_filter(w, g, depthwise).astype(np.float64)
+        dyl = _ref_last(dy, data_format).astype(np.float64)
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(g.in_sp, g.pads))
+        dxp = np.zeros((g.n,) + padded + (g.c,))
+        nd = len(g.k)
+        for pos, index in _positions(g, strides, dilations):
+            # [N, O] x [*k, C, O] -> [N, *k, C]
+            dxp[(slice(None),) + index] += np.tensordot(
+                dyl[(slice(None),) + pos], dense, axes=([1], [nd + 1]))
+        crop = (slice(None),) + tuple(slice(lo, lo + s) for (lo, _), s in zip(g.pads, g.in_sp))
+        return _ref_first(dxp[crop], data_format).astype(np.asarray(dy).dtype)
+    return ref
+
+
+def _ref_backprop_filter(depthwise):
+    def ref(x, dy, *, filter_shape, strides, dilations, padding, data_format):
+        g = conv_geometry(np.shape(x), tuple(filter_shape), strides, dilations, padding,
+                          data_format, depthwise)
+        xl = np.pad(_ref_last(x, data_format).astype(np.float64),
+                    ((0, 0),) + g.pads + ((0, 0),))
+        dyl = _ref_last(dy, data_format).astype(np.float64)
+        dense = np.zeros(g.k + (g.c, g.o))
+        for pos, index in _positions(g, strides, dilations):
+            dense += np.tensordot(xl[(slice(None),) + index], dyl[(slice(None),) + pos],
+                                  axes=([0], [0]))
+        # Keep only the in-group entries, in the filter's own layout.
+        og = g.o // g.groups
+        grouped = np.concatenate(
+            [dense[..., grp * g.cg:(grp + 1) * g.cg, grp * og:(grp + 1) * og]
+             for grp in range(g.groups)], axis=-1) if g.groups else dense
+        return grouped.reshape(tuple(filter_shape)).astype(np.asarray(x).dtype)
+    return ref
+
+
+# --------------------------------------------------------------------------------------------
+# Samples for the registry sweeps.
+# --------------------------------------------------------------------------------------------
+
+def _attrs(nd, strides=1, dilations=1, padding="SAME", data_format=None):
+    as_tuple = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd)
+    return {"strides": as_tuple(strides), "dilations": as_tuple(dilations),
+            "padding": padding, "data_format": data_format or FORMATS[nd][0]}
+
+
+# (input shape, filter shape, attrs) for plain and grouped convolutions.
+_CONV_CASES = [
+    ((2, 5, 5, 3), (3, 3, 3, 4), _attrs(2)),
+    ((1, 7, 6, 2), (3, 2, 2, 3), _attrs(2, strides=2, padding="VALID")),
+    ((2, 6, 5, 2), (3, 3, 2, 2), _attrs(2, strides=(2, 3))),
+    ((1, 7, 7, 2), (3, 3, 2, 2), _attrs(2, dilations=2)),
+    ((1, 2, 5, 4), (2, 3, 2, 3), _attrs(2, padding=((1, 0), (2, 1)), data_format="NCHW")),
+    ((2, 9, 3), (3, 3, 2), _attrs(1, strides=2)),
+    ((1, 2, 9), (2, 2, 3), _attrs(1, dilations=2, padding="VALID", data_format="NCW")),
+    ((1, 4, 4, 3, 2), (2, 2, 2, 2, 3), _attrs(3, strides=(1, 2, 1))),
+    ((1, 5, 5, 4), (3, 3, 2, 6), _attrs(2)),
+    ((1, 3, 5, 4), (2, 2, 1, 3), _attrs(2, strides=(1, 2), data_format="NCHW")),
+    ((0, 5, 5, 3), (3, 3, 3, 2), _attrs(2)),
+]
+_DEPTHWISE_CASES = [
+    ((2, 5, 5, 3), (3, 3, 3, 2), _attrs(2)),
+    ((1, 7, 6, 2), (3, 2, 2, 1), _attrs(2, strides=2, padding="VALID")),
+    ((1, 3, 6, 5), (3, 3, 3, 2), _attrs(2, dilations=(1, 2), data_format="NCHW")),
+    ((0, 4, 4, 2), (2, 2, 2, 2), _attrs(2)),
+]
+
+
+def _uniform(rng, shape, dtype):
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype.np_dtype)
+
+
+def _out_shape(x_shape, w_shape, attrs, depthwise):
+    return conv_geometry(x_shape, w_shape, depthwise=depthwise, **attrs).out_shape(
+        attrs["data_format"])
+
+
+def _samples(cases, kind, depthwise):
+    def samples(rng, dtype):
+        out = []
+        for xs, ws, attrs in cases:
+            ys = _out_shape(xs, ws, attrs, depthwise)
+            if kind == "conv":
+                out.append(((_uniform(rng, xs, dtype), _uniform(rng, ws, dtype)), attrs))
+            elif kind == "input":
+                out.append(((_uniform(rng, ys, dtype), _uniform(rng, ws, dtype)),
+                            dict(attrs, input_shape=xs)))
+            else:
+                out.append(((_uniform(rng, xs, dtype), _uniform(rng, ys, dtype)),
+                            dict(attrs, filter_shape=ws)))
+        return out
+    return samples
+
+
+def _bad_samples(kind, depthwise):
+    def bad(rng):
+        f = np.float64
+        err = errors.InvalidArgumentError
+        a2 = _attrs(2)
+        cases = [
+            ((1, 5, 5, 3), (3, 3, 2 if not depthwise else 4, 4), a2),    # channel mismatch
+            ((5, 5, 3), (3, 3, 3, 4), a2),                                 # input rank
+            ((1, 5, 5, 3), (3, 3, 3), a2),                                 # filter rank
+            ((1, 5, 5, 3), (3, 3, 3, 3), dict(a2, padding="FULL")),        # padding string
+            ((1, 5, 5, 3), (3, 3, 3, 3), dict(a2, strides=(0, 1))),        # stride
+            ((1, 5, 5, 3), (3, 3, 3, 3), dict(a2, dilations=(1, -1))),     # dilation
+            ((1, 2, 2, 3), (3, 3, 3, 3), dict(a2, padding="VALID")),       # window > input
+            ((1, 5, 5, 3), (3, 3, 3, 3), dict(a2, data_format="NHCW")),    # data format
+            ((1, 5, 5, 3), (3, 3, 3, 3), dict(a2, padding=((1, 1),))),     # explicit pairs
+        ]
+        if not depthwise:
+            cases.append(((1, 5, 5, 4), (3, 3, 2, 3), a2))                 # groups vs out
+        out = []
+        for xs, ws, attrs in cases:
+            if kind == "conv":
+                out.append(((np.zeros(xs, f), np.zeros(ws, f)), attrs, err))
+            elif kind == "input":
+                out.append(((np.zeros((1, 5, 5, 4), f), np.zeros(ws, f)),
+                            dict(attrs, input_shape=xs), err))
+            else:
+                out.append(((np.zeros(xs, f), np.zeros((1, 5, 5, 4), f)),
+                            dict(attrs, filter_shape=ws), err))
+        if kind != "conv":
+            # An output gradient whose shape the convolution cannot produce.
+            xs, ws = (1, 6, 6, 2), (3, 3, 2, 2)
+            a = dict(a2, strides=(2, 2))
+            if kind == "input":
+                out.append(((np.zeros((1, 4, 4, 2 * (1 if not depthwise else 2)), f),
+                             np.zeros(ws, f)), dict(a, input_shape=xs), err))
+            else:
+                out.append(((np.zeros(xs, f), np.zeros((1, 4, 4, 2), f)),
+                            dict(a, filter_shape=ws), err))
+        return out
+    return bad
+
+
+# --------------------------------------------------------------------------------------------
+# The two families of primitives.
+# --------------------------------------------------------------------------------------------
+
+def _declare(names, depthwise, cases):
+    fam = {}
+    conv_name, input_name, filter_name = names
+    fam["conv"] = registry.primitive(
+        conv_name, _conv_kernel(depthwise), dtypes=FLOAT, family="nn",
+        shape_fn=_conv_shape_fn(conv_name, depthwise), vjp=_conv_vjp(fam), saves=(0, 1),
+        reference=_ref_conv(depthwise), samples=_samples(cases, "conv", depthwise),
+        bad_samples=_bad_samples("conv", depthwise),
+        tolerance={"float32": (1e-4, 1e-5)},
+        hint="Filters are laid out as %s." % (
+            "[*kernel, in_channels, channel_multiplier]" if depthwise
+            else "[*kernel, in_channels, out_channels]"))
+    fam["input"] = registry.primitive(
+        input_name, _backprop_input_kernel(depthwise), dtypes=FLOAT, family="nn",
+        shape_fn=_backprop_input_shape_fn(input_name, depthwise),
+        vjp=_backprop_input_vjp(fam), saves=(0, 1),
+        reference=_ref_backprop_input(depthwise),
+        samples=_samples(cases, "input", depthwise),
+        bad_samples=_bad_samples("input", depthwise), tolerance={"float32": (1e-4, 1e-5)})
+    fam["filter"] = registry.primitive(
+        filter_name, _backprop_filter_kernel(depthwise), dtypes=FLOAT, family="nn",
+        shape_fn=_backprop_filter_shape_fn(filter_name, depthwise),
+        vjp=_backprop_filter_vjp(fam), saves=(0, 1),
+        reference=_ref_backprop_filter(depthwise),
+        samples=_samples(cases, "filter", depthwise),
+        bad_samples=_bad_samples("filter", depthwise), tolerance={"float32": (1e-4, 1e-5)})
+    return fam["conv"], fam["input"], fam["filter"]
+
+
+CONV, CONV_BACKPROP_INPUT, CONV_BACKPROP_FILTER = _declare(
+    ("Conv", "ConvBackpropInput", "ConvBackpropFilter"), False, _CONV_CASES)
+DEPTHWISE_CONV, DEPTHWISE_BACKPROP_INPUT, DEPTHWISE_BACKPROP_FILTER = _declare(
+    ("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+     "DepthwiseConv2dNativeBackpropFilter"), True, _DEPTHWISE_CASES)

@@ -1,0 +1,705 @@
+"""Pooling: ``tf.nn.max_pool*``, ``tf.nn.avg_pool*`` and ``tf.nn.pool`` (1 to 3 spatial dims).
+
+For a window of ``k`` taps (stride ``s``, dilation ``d``) at output position ``p``::
+
+    max_pool(x)[p] = max_t  pad(x, -inf)[p * s + t * d]
+    avg_pool(x)[p] = sum_t  pad(x, 0)[p * s + t * d] / (number of taps inside x)
+
+so, as in TF, ``avg_pool`` with ``"SAME"`` padding averages over the valid (non-padded)
+elements only. Kernels loop over the window's taps (a handful) with whole-array operations
+on strided slices, in the input's own layout (channels last or first, no transposes).
+
+Gradients, each a primitive whose own gradient is another one, so all orders work:
+
+* ``MaxPoolGrad(x, g)`` routes each output gradient to the first maximum of its window (TF's
+  tie rule: the first in row-major window order); the argmax is recomputed from ``x``.
+  It is linear in ``g``; its gradient is ``MaxPoolGradGrad(x, h)``, which gathers ``h`` at
+  the same argmax positions, and whose gradient is ``MaxPoolGrad`` again.
+* ``AvgPoolGrad(g)`` spreads each ``g / count`` over its window; its gradient is ``AvgPool``.
+
+Example:
+    >>> import eagerflow as ef
+    >>> x = ef.reshape(ef.range(16.0), [1, 4, 4, 1])
+    >>> ef.nn.max_pool2d(x, 2, 2, "VALID")[0, :, :, 0].numpy().tolist()
+    [[5.0, 7.0], [13.0, 15.0]]
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.ops import registry
+from eagerflow.ops.nn.window_geometry import (
+    CHANNELS_FIRST, FORMATS, check_window_attrs, crop_spatial, from_channels_last,
+    normalize_format, normalize_ints, normalize_padding, pad_spatial, spatial_geometry,
+    spatial_rank, tap_slices, to_channels_last,
+)
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.family import FLOAT, REAL
+from eagerflow.ops.registry import AbstractValue
+
+__all__ = [
+    "max_pool", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "pool",
+]
+
+EXPORTS = {"nn": list(__all__)}
+
+
+def _err(message):
+    return errors.InvalidArgumentError(None, None, message)
+
+
+class PoolGeometry(NamedTuple):
+    in_shape: tuple      # the input's shape, in its data format
+    in_sp: tuple
+    k: tuple
+    out_sp: tuple
+    pads: tuple
+    lead: int            # axes before the spatial ones: 1 channels last, 2 channels first
+
+    @property
+    def out_shape(self):
+        lead, nd = self.lead, len(self.k)
+        return self.in_shape[:lead] + self.out_sp + self.in_shape[lead + nd:]
+
+    @property
+    def padded_shape(self):
+        lead, nd = self.lead, len(self.k)
+        return (self.in_shape[:lead]
+                + tuple(n + lo + hi for n, (lo, hi) in zip(self.in_sp, self.pads))
+                + self.in_shape[lead + nd:])
+
+    @property
+    def empty(self):
+        return any(o == 0 for o in self.out_sp)
+
+
+@functools.lru_cache(maxsize=1024)
+def pool_geometry(x_shape, ksize, strides, dilations, padding, data_format):
+    """Validates a pooling op's attributes against the input shape (None dims allowed)."""
+    nd = len(ksize)
+    check_window_attrs(nd, strides, dilations, padding, data_format)
+    if any(int(k) < 1 for k in ksize):
+        raise _err("ksize must be %d positive ints (one per spatial dimension), got %s."
+                   % (nd, list(ksize)))
+    if len(x_shape) != nd + 2:
+        raise _err("input must be a rank-%d tensor (%s) for %d spatial dimension(s), got "
+                   "shape %s." % (nd + 2, data_format, nd, list(x_shape)))
+    if not isinstance(padding, str):
+        for i, ((lo, hi), k, d) in enumerate(zip(padding, ksize, dilations)):
+            eff = (k - 1) * d + 1
+            if lo >= eff or hi >= eff:
+                raise _err("explicit padding %s in spatial dimension %d must be smaller than "
+                           "the window (size %d), or some windows would hold only padding."
+                           % ([lo, hi], i, eff))
+    lead = 2 if data_format in CHANNELS_FIRST else 1
+    in_sp = tuple(x_shape[lead:lead + nd])
+    out_sp, pads = spatial_geometry(in_sp, ksize, strides, dilations, padding)
+    return PoolGeometry(tuple(x_shape), in_sp, tuple(ksize), out_sp, pads, lead)
+
+
+def _geometry(shape, attrs):
+    return pool_geometry(tuple(shape), attrs["ksize"], attrs["strides"], attrs["dilations"],
+                         attrs["padding"], attrs["data_format"])
+
+
+def _lowest(xp, dtype):
+    """The padding value that never wins a max: -inf, or the integer minimum."""
+    # Dtype introspection is host-side numpy: cupy arrays carry numpy dtypes.
+    if dtype.kind in "iu":
+        return int(np.iinfo(dtype).min)
+    return -float("inf")
+
+
+def _compute_dtype(xp, a):
+    return xp.float32 if a.dtype.itemsize == 2 else a.dtype
+
+
+def _taps(g, attrs):
+    return tap_slices(g.k, g.out_sp, attrs["strides"], attrs["dilations"], g.lead)
+
+
+def _argmax_flat(xp, xpad, g, attrs):
+    """Flat (C-order) index into ``xpad`` of the first maximum of every window.
+
+    A NaN counts as the maximum, as it does in the forward pass.
+    """
+    taps = list(_taps(g, attrs))
+    has_nan = xpad.dtype.kind not in "iub" and bool(xp.isnan(xpad).any())
+    # The smallest integer type that holds a tap number keeps the passes below cheap.
+    arg_dtype = xp.int8 if len(taps) < 128 else xp.int32
+    best = arg = step = None
+    for i, (_, index) in enumerate(taps):
+        s = xpad[index]
+        if best is None:
+            best = xp.array(s)
+            arg = xp.zeros(s.shape, dtype=arg_dtype)
+            step = xp.empty(s.shape, dtype=arg_dtype)
+            continue
+        if has_nan:
+            better = (s > best) | ((s != s) & (best == best))
+            best = xp.where(better, s, best)
+        else:
+            better = s > best  # strict: ties keep the earlier tap, as TF does
+            xp.maximum(best, s, out=best)
+        # arg = i where better: arithmetic, since a select on a random mask is much slower.
+        xp.subtract(arg_dtype(i), arg, out=step)
+        xp.multiply(step, better, out=step)
+        xp.add(arg, step, out=arg)
+    # The window's first tap, plus the offset of the winning tap within the window.
+    shape = xpad.shape
+    cstrides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    offsets = [sum(t * d * cstrides[g.lead + j]
+                   for j, (t, d) in enumerate(zip(tap, attrs["dilations"])))
+               for tap, _ in taps]
+    # start[p] = sum over axes of (output coordinate * step * C-order stride), broadcast.
+    out_shape = best.shape
+    steps = [1] * len(shape)
+    for j, stride in enumerate(attrs["strides"]):
+        steps[g.lead + j] = stride
+    start = None
+    for axis, (n, step) in enumerate(zip(out_shape, steps)):
+        view = [1] * len(shape)
+        view[axis] = n
+        term = (xp.arange(n, dtype=xp.intp) * (step * cstrides[axis])).reshape(view)
+        start = term if start is None else start + term
+    # (take is several times faster with intp indices than with int8 ones)
+    start = start + xp.take(xp.asarray(np.asarray(offsets, dtype=np.intp)), arg.astype(xp.intp))
+    return start
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel factories. Attributes: ksize, strides, dilations (tuples of nd ints), padding
+# ("SAME", "VALID" or nd (before, after) pairs), data_format.
+# --------------------------------------------------------------------------------------------
+
+def _max_pool_kernel(xp):
+    def kernel(x, **attrs):
+        g = _geometry(x.shape, attrs)
+        if g.empty or x.size == 0:
+            return xp.zeros(g.out_shape, dtype=x.dtype)
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        out = None
+        for _, index in _taps(g, attrs):
+            if out is None:
+                out = xp.array(xpad[index])
+            else:
+                xp.maximum(out, xpad[index], out=out)
+        return out
+    return kernel
+
+
+def _max_pool_grad_kernel(xp):
+    def kernel(x, grad, **attrs):
+        g = _geometry(x.shape, attrs)
+        _check_grad(grad.shape, g)
+        size = int(np.prod(g.padded_shape))
+        if g.empty or x.size == 0:
+            return xp.zeros(x.shape, dtype=grad.dtype)
+        flat = _argmax_flat(xp, pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead), g,
+                            attrs)
+        # One scatter-add (in float64) of every output gradient to its window's argmax.
+        dxp = xp.bincount(flat.reshape(-1), weights=grad.reshape(-1), minlength=size)
+        dxp = dxp.reshape(g.padded_shape).astype(grad.dtype)
+        return crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
+    return kernel
+
+
+def _max_pool_grad_grad_kernel(xp):
+    def kernel(x, h, **attrs):
+        g = _geometry(x.shape, attrs)
+        if tuple(h.shape) != tuple(x.shape):
+            raise _err("the gradient to gather has shape %s but the pooled input has shape "
+                       "%s; they must be equal." % (list(h.shape), list(x.shape)))
+        if g.empty or x.size == 0:
+            return xp.zeros(g.out_shape, dtype=h.dtype)
+        flat = _argmax_flat(xp, pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead), g,
+                            attrs)
+        return xp.take(pad_spatial(xp, h, g.pads, 0, g.lead).reshape(-1), flat)
+    return kernel
+
+
+@functools.lru_cache(maxsize=256)
+def _window_counts(g, strides, dilations):
+    """numpy array (broadcastable to the output) of the valid taps of every window."""
+    counts = np.ones((1,) * g.lead + g.out_sp + (1,) * (len(g.in_shape) - g.lead - len(g.k)))
+    for i, (n, o, k, s, d, (lo, _)) in enumerate(zip(g.in_sp, g.out_sp, g.k, strides,
+                                                     dilations, g.pads)):
+        pos = np.arange(o)[:, None] * s - lo + np.arange(k)[None, :] * d
+        per_dim = ((pos >= 0) & (pos < n)).sum(axis=1)
+        shape = [1] * counts.ndim
+        shape[g.lead + i] = o
+        counts = counts * per_dim.reshape(shape)
+    # A window of only padding (possible with large dilations) averages to 0, not NaN.
+    return np.maximum(counts, 1)
+
+
+def _counts(xp, g, attrs, dtype):
+    if attrs["padding"] == "VALID":
+        return float(np.prod(g.k))
+    return xp.asarray(_window_counts(g, attrs["strides"], attrs["dilations"]).astype(dtype))
+
+
+def _avg_pool_kernel(xp):
+    def kernel(x, **attrs):
+        g = _geometry(x.shape, attrs)
+        if g.empty or x.size == 0:
+            return xp.zeros(g.out_shape, dtype=x.dtype)
+        ct = _compute_dtype(xp, x)
+        xpad = pad_spatial(xp, x.astype(ct, copy=False), g.pads, 0, g.lead)
+        acc = None
+        for _, index in _taps(g, attrs):
+            acc = xp.array(xpad[index]) if acc is None else xp.add(acc, xpad[index], out=acc)
+        return (acc / _counts(xp, g, attrs, ct)).astype(x.dtype, copy=False)
+    return kernel
+
+
+def _avg_pool_grad_kernel(xp):
+    def kernel(grad, *, input_shape, **attrs):
+        input_shape = _resolve_input_shape(input_shape, grad.shape, attrs)
+        g = _geometry(input_shape, attrs)
+        _check_grad(grad.shape, g)
+        ct = _compute_dtype(xp, grad)
+        dxp = xp.zeros(g.padded_shape, dtype=ct)
+        if not (g.empty or grad.size == 0):
+            scaled = grad.astype(ct, copy=False) / _counts(xp, g, attrs, ct)
+            for _, index in _taps(g, attrs):
+                dxp[index] += scaled
+        return crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead).astype(grad.dtype, copy=False)
+    return kernel
+
+
+def _resolve_input_shape(input_shape, grad_shape, attrs):
+    """Fills unknown batch/channel dims of a static input shape from the gradient."""
+    if None not in input_shape:
+        return tuple(input_shape)
+    fmt = attrs["data_format"]
+    shape = list(to_channels_last(input_shape, fmt))
+    last = to_channels_last(grad_shape, fmt)
+    shape[0] = last[0] if shape[0] is None else shape[0]
+    shape[-1] = last[-1] if shape[-1] is None else shape[-1]
+    if None in shape:
+        raise _err("input_shape %s has unknown spatial dimensions; the pooling gradient "
+                   "needs them to be static." % (list(input_shape),))
+    return from_channels_last(tuple(shape), fmt)
+
+
+def _check_grad(grad_shape, g):
+    if tuple(grad_shape) != g.out_shape:
+        raise _err("the output gradient has shape %s but pooling an input of shape %s gives "
+                   "%s. Check ksize, strides and padding." % (
+                       list(grad_shape), list(g.in_shape), list(g.out_shape)))
+
+
+# --------------------------------------------------------------------------------------------
+# Shape rules, gradient rules, references, samples.
+# --------------------------------------------------------------------------------------------
+
+def _traced_geometry(name, shape, attrs):
+    if shape is None:
+        raise errors.InvalidArgumentError(
+            None, name, "%s needs inputs of known rank to trace." % name)
+    try:
+        return _geometry(shape, attrs)
+    except errors.OpError as exc:
+        if exc.op is None:
+            exc.op = name
+            exc.message = "%s: %s" % (name, exc.message)
+            exc.args = (exc.message,)
+        raise
+
+
+def _pooled_shape_fn(name):
+    def shape_fn(x, *rest, **attrs):
+        return AbstractValue(_traced_geometry(name, x.shape, attrs).out_shape, x.dtype)
+    return shape_fn
+
+
+def _input_shape_fn(name):
+    def shape_fn(x, grad, **attrs):
+        _traced_geometry(name, x.shape, attrs)
+        return AbstractValue(x.shape, grad.dtype)
+    return shape_fn
+
+
+def _avg_grad_shape_fn(grad, *, input_shape, **attrs):
+    _traced_geometry("AvgPoolGrad", tuple(input_shape), attrs)
+    return AbstractValue(input_shape, grad.dtype)
+
+
+def _static_shape(t):
+    return tuple(t.shape.as_list()) if hasattr(t.shape, "as_list") else tuple(t.shape)
+
+
+def _max_pool_vjp(g, x, out, **attrs):
+    return execute(MAX_POOL_GRAD, (x, g), attrs)
+
+
+def _max_pool_grad_vjp(g, x, grad, out, **attrs):
+    return None, execute(MAX_POOL_GRAD_GRAD, (x, g), attrs)
+
+
+def _max_pool_grad_grad_vjp(g, x, h, out, **attrs):
+    return None, execute(MAX_POOL_GRAD, (x, g), attrs)
+
+
+def _avg_pool_vjp(g, x, out, **attrs):
+    return execute(AVG_POOL_GRAD, (g,), dict(attrs, input_shape=_static_shape(x)))
+
+
+def _avg_pool_grad_vjp(g, grad, out, *, input_shape, **attrs):
+    return execute(AVG_POOL, (g,), attrs)
+
+
+def _ref_windows(shape, attrs):
+    """(geometry, iterator of (output index, input index arrays, valid mask)) in numpy."""
+    g = _geometry(shape, attrs)
+    strides, dilations = attrs["strides"], attrs["dilations"]
+    lead = (slice(None),) * g.lead
+
+    def positions():
+        for pos in np.ndindex(*g.out_sp):
+            axes = [p * s - lo + np.arange(k) * d
+                    for p, s, k, d, (lo, _) in zip(pos, strides, g.k, dilations, g.pads)]
+            axes = [a[(a >= 0) & (a < n)] for a, n in zip(axes, g.in_sp)]
+            yield lead + pos, lead + np.ix_(*axes)
+    return g, positions()
+
+
+def _ref_pool(kind):
+    def ref(x, **attrs):
+        x = np.asarray(x)
+        g, positions = _ref_windows(x.shape, attrs)
+        out = np.zeros(g.out_shape, np.float64 if kind == "avg" else x.dtype)
+        axes = tuple(range(g.lead, g.lead + len(g.k)))
+        for opos, index in positions:
+            window = x[index]
+            if window.size == 0 and kind == "avg":
+                continue
+            out[opos] = window.max(axis=axes) if kind == "max" else window.mean(axis=axes)
+        return out.astype(x.dtype)
+    return ref
+
+
+def _ref_max_routes(x, attrs):
+    """Yields (output index, input index of the first max) per window and channel slot."""
+    g, positions = _ref_windows(x.shape, attrs)
+    nd = len(g.k)
+    for opos, index in positions:
+        window = x[index]
+        # Move the spatial window axes last and flatten them (row-major = TF's order).
+        win = np.moveaxis(window, tuple(range(g.lead, g.lead + nd)),
+                          tuple(range(window.ndim - nd, window.ndim)))
+        flat = win.reshape(win.shape[:window.ndim - nd] + (int(np.prod(win.shape[-nd:])),))
+        first = np.argmax(flat, axis=-1)
+        grids = [ix.reshape(-1) for ix in index[g.lead:]]
+        for other in np.ndindex(*flat.shape[:-1]):
+            spatial = np.unravel_index(first[other], win.shape[window.ndim - nd:])
+            src = tuple(grid[i] for grid, i in zip(grids, spatial))
+            lead_idx = other[:g.lead]
+            trail = other[g.lead:]
+            yield (lead_idx + opos[g.lead:] + trail, lead_idx + src + trail)
+
+
+def _ref_max_pool_grad(x, grad, **attrs):
+    x, grad = np.asarray(x), np.asarray(grad)
+    dx = np.zeros(x.shape, np.float64)
+    for opos, src in _ref_max_routes(x, attrs):
+        dx[src] += grad[opos]
+    return dx.astype(grad.dtype)
+
+
+def _ref_max_pool_grad_grad(x, h, **attrs):
+    x, h = np.asarray(x), np.asarray(h)
+    g = _geometry(x.shape, attrs)
+    out = np.zeros(g.out_shape, h.dtype)
+    for opos, src in _ref_max_routes(x, attrs):
+        out[opos] = h[src]
+    return out
+
+
+def _ref_avg_pool_grad(grad, *, input_shape, **attrs):
+    grad = np.asarray(grad)
+    g, positions = _ref_windows(tuple(input_shape), attrs)
+    dx = np.zeros(tuple(input_shape), np.float64)
+    axes = tuple(range(g.lead, g.lead + len(g.k)))
+    for opos, index in positions:
+        count = np.prod([len(ix.reshape(-1)) for ix in index[g.lead:]])
+        if count:
+            dx[index] += np.expand_dims(grad[opos], axes) / count
+    return dx.astype(grad.dtype)
+
+
+def _attrs(nd, ksize, strides=None, padding="VALID", data_format=None, dilations=1):
+    as_tuple = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd)
+    return {"ksize": as_tuple(ksize), "strides": as_tuple(ksize if strides is None else strides),
+            "dilations": as_tuple(dilations), "padding": padding,
+            "data_format": data_format or FORMATS[nd][0]}
+
+
+_CASES = [
+    ((2, 5, 5, 3), _attrs(2, 2)),
+    ((2, 5, 5, 3), _attrs(2, 3, 2, "SAME")),
+    ((1, 6, 7, 2), _attrs(2, (2, 3), (1, 2), "SAME")),
+    ((1, 2, 5, 5), _attrs(2, 3, 1, "SAME", "NCHW")),
+    ((2, 7, 3), _attrs(1, 3, 2, "SAME")),
+    ((1, 2, 8), _attrs(1, 2, 3, "VALID", "NCW")),
+    ((1, 4, 4, 4, 2), _attrs(3, 2, 2, "SAME")),
+    ((1, 2, 3, 5, 4), _attrs(3, 2, (2, 1, 2), "SAME", "NCDHW")),
+    ((1, 5, 5, 2), _attrs(2, 3, 2, ((1, 0), (2, 1)))),
+    ((1, 7, 7, 2), _attrs(2, 2, 1, "SAME", dilations=2)),
+    ((0, 4, 4, 2), _attrs(2, 2, 2, "SAME")),
+]
+
+
+def _values(rng, shape, dtype):
+    np_dt = dtype.np_dtype
+    if np.issubdtype(np_dt, np.integer):
+        return rng.integers(-50, 50, size=shape).astype(np_dt)
+    # A permutation keeps values distinct, so maxima (and their gradients) are unambiguous.
+    size = int(np.prod(shape))
+    return (rng.permutation(size).reshape(shape) / max(size, 1) - 0.5).astype(np_dt)
+
+
+def _pool_samples(rng, dtype):
+    return [((_values(rng, shape, dtype),), attrs) for shape, attrs in _CASES]
+
+
+def _grad_samples(kind):
+    def samples(rng, dtype):
+        out = []
+        for shape, attrs in _CASES:
+            g = _geometry(shape, attrs)
+            x = _values(rng, shape, dtype)
+            if kind == "max_grad":
+                out.append(((x, _values(rng, g.out_shape, dtype)), attrs))
+            elif kind == "max_grad_grad":
+                out.append(((x, _values(rng, shape, dtype)), attrs))
+            else:
+                out.append(((_values(rng, g.out_shape, dtype),), dict(attrs, input_shape=shape)))
+        return out
+    return samples
+
+
+def _bad_samples(kind):
+    def bad(rng):
+        err = errors.InvalidArgumentError
+        a = _attrs(2, 2)
+        cases = [
+            ((5, 5, 3), a),                                        # rank
+            ((1, 5, 5, 3), dict(a, padding="same-ish")),           # padding string
+            ((1, 5, 5, 3), dict(a, strides=(0, 2))),               # stride
+            ((1, 5, 5, 3), dict(a, ksize=(0, 2))),                 # window
+            ((1, 1, 5, 3), dict(a, ksize=(3, 3))),                 # window > input (VALID)
+            ((1, 5, 5, 3), dict(a, data_format="NCDHW")),          # data format
+            ((1, 5, 5, 3), dict(a, padding=((2, 0), (0, 0)))),     # padding >= window
+        ]
+        out = []
+        for shape, attrs in cases:
+            x = np.zeros(shape)
+            if kind == "pool":
+                out.append(((x,), attrs, err))
+            elif kind == "max_grad":
+                out.append(((x, np.zeros((1, 2, 2, 3))), attrs, err))
+            elif kind == "max_grad_grad":
+                out.append(((x, x), attrs, err))
+            else:
+                out.append(((np.zeros((1, 2, 2, 3)),), dict(attrs, input_shape=shape), err))
+        # A gradient of the wrong shape.
+        x = np.zeros((1, 4, 4, 3))
+        if kind == "max_grad":
+            out.append(((x, np.zeros((1, 3, 3, 3))), a, err))
+        elif kind == "max_grad_grad":
+            out.append(((x, np.zeros((1, 3, 3, 3))), a, err))
+        elif kind == "avg_grad":
+            out.append(((np.zeros((1, 3, 3, 3)),), dict(a, input_shape=(1, 4, 4, 3)), err))
+        return out
+    return bad
+
+
+MAX_POOL = registry.primitive(
+    "MaxPool", _max_pool_kernel, dtypes=REAL, family="nn", shape_fn=_pooled_shape_fn("MaxPool"),
+    vjp=_max_pool_vjp, saves=(0,), reference=_ref_pool("max"), samples=_pool_samples,
+    bad_samples=_bad_samples("pool"))
+MAX_POOL_GRAD = registry.primitive(
+    "MaxPoolGrad", _max_pool_grad_kernel, dtypes=FLOAT, family="nn",
+    shape_fn=_input_shape_fn("MaxPoolGrad"), vjp=_max_pool_grad_vjp, saves=(0,),
+    reference=_ref_max_pool_grad, samples=_grad_samples("max_grad"),
+    bad_samples=_bad_samples("max_grad"))
+MAX_POOL_GRAD_GRAD = registry.primitive(
+    "MaxPoolGradGrad", _max_pool_grad_grad_kernel, dtypes=FLOAT, family="nn",
+    shape_fn=_pooled_shape_fn("MaxPoolGradGrad"), vjp=_max_pool_grad_grad_vjp, saves=(0,),
+    reference=_ref_max_pool_grad_grad, samples=_grad_samples("max_grad_grad"),
+    bad_samples=_bad_samples("max_grad_grad"))
+AVG_POOL = registry.primitive(
+    "AvgPool", _avg_pool_kernel, dtypes=FLOAT, family="nn", shape_fn=_pooled_shape_fn("AvgPool"),
+    vjp=_avg_pool_vjp, saves=(0,), reference=_ref_pool("avg"), samples=_pool_samples,
+    bad_samples=_bad_samples("pool"))
+AVG_POOL_GRAD = registry.primitive(
+    "AvgPoolGrad", _avg_pool_grad_kernel, dtypes=FLOAT, family="nn",
+    shape_fn=_avg_grad_shape_fn, vjp=_avg_pool_grad_vjp, saves=(),
+    reference=_ref_avg_pool_grad, samples=_grad_samples("avg_grad"),
+    bad_samples=_bad_samples("avg_grad"))
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions.
+# --------------------------------------------------------------------------------------------
+
+def _pool_attrs(nd, ksize, strides, padding, data_format, op, generic=False, dilations=None):
+    data_format = normalize_format(data_format, nd, op, generic)
+    return {"ksize": normalize_ints(ksize, nd, "ksize", data_format, op),
+            "strides": normalize_ints(strides, nd, "strides", data_format, op),
+            "dilations": normalize_ints(dilations, nd, "dilations", data_format, op),
+            "padding": normalize_padding(padding, nd, data_format, op),
+            "data_format": data_format}
+
+
+_POOL_ARGS = """
+    Args:
+        input: A Tensor of rank N + 2: ``[batch, *spatial, channels]`` (or channels first).
+        ksize: An int or list of 1, N or N + 2 ints: the window size.
+        strides: An int or list of 1, N or N + 2 ints.
+        padding: "VALID", "SAME", or explicit [before, after] pairs (each smaller than the
+            window){extra}.
+        data_format: {formats}
+        name: Unused (TF compatibility).
+
+    Returns:
+        A Tensor of the input's dtype.
+
+    Raises:
+        InvalidArgumentError: For a bad rank, window, stride, padding or data format.
+"""
+
+
+def _document(fn, summary, formats, example, avg=False):
+    extra = ("; padded elements never count in the average (TF accepts no explicit padding "
+             "for average pooling)" if avg else "")
+    fn.__doc__ = "%s\n%s\n    Example:\n        >>> import eagerflow as ef\n%s\n" % (
+        summary, _POOL_ARGS.format(extra=extra, formats=formats),
+        "\n".join("        " + line for line in example.strip().splitlines()))
+    return fn
+
+
+def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    nd = spatial_rank(input, "max_pool")
+    return execute(MAX_POOL, (input,), _pool_attrs(nd, ksize, strides, padding, data_format,
+                                                   "max_pool", generic=True))
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    return execute(MAX_POOL, (input,),
+                   _pool_attrs(1, ksize, strides, padding, data_format, "max_pool1d"))
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    return execute(MAX_POOL, (input,),
+                   _pool_attrs(2, ksize, strides, padding, data_format, "max_pool2d"))
+
+
+def max_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
+    return execute(MAX_POOL, (input,),
+                   _pool_attrs(3, ksize, strides, padding, data_format, "max_pool3d"))
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    nd = spatial_rank(input, "avg_pool")
+    return execute(AVG_POOL, (input,), _pool_attrs(nd, ksize, strides, padding, data_format,
+                                                   "avg_pool", generic=True))
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    return execute(AVG_POOL, (input,),
+                   _pool_attrs(1, ksize, strides, padding, data_format, "avg_pool1d"))
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    return execute(AVG_POOL, (input,),
+                   _pool_attrs(2, ksize, strides, padding, data_format, "avg_pool2d"))
+
+
+def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
+    return execute(AVG_POOL, (input,),
+                   _pool_attrs(3, ksize, strides, padding, data_format, "avg_pool3d"))
+
+
+_GENERIC = "None (channels last) or a string such as \"NHWC\" or \"NCHW\"."
+_document(max_pool, "Max pooling over 1 to 3 spatial dimensions (N from the input's rank).",
+          _GENERIC, '>>> ef.nn.max_pool(ef.constant([[[1.0], [3.0], [2.0]]]), 2, 1, "VALID")'
+          '.numpy().ravel().tolist()\n[3.0, 3.0]')
+_document(max_pool1d, "1-D max pooling.", '"NWC" (default) or "NCW".',
+          '>>> ef.nn.max_pool1d(ef.constant([[[1.0], [3.0], [2.0]]]), 2, 2, "SAME")'
+          '.numpy().ravel().tolist()\n[3.0, 2.0]')
+_document(max_pool2d, "2-D max pooling.", '"NHWC" (default) or "NCHW".',
+          '>>> ef.nn.max_pool2d(ef.ones([1, 4, 4, 3]), 2, 2, "VALID").shape\n'
+          'TensorShape([1, 2, 2, 3])')
+_document(max_pool3d, "3-D max pooling.", '"NDHWC" (default) or "NCDHW".',
+          '>>> ef.nn.max_pool3d(ef.ones([1, 4, 4, 4, 1]), 2, 2, "SAME").shape\n'
+          'TensorShape([1, 2, 2, 2, 1])')
+_document(avg_pool, "Average pooling over 1 to 3 spatial dimensions; with \"SAME\" padding "
+          "only valid elements are averaged.", _GENERIC,
+          '>>> ef.nn.avg_pool(ef.constant([[[1.0], [3.0], [2.0]]]), 2, 2, "SAME")'
+          '.numpy().ravel().tolist()\n[2.0, 2.0]', avg=True)
+_document(avg_pool1d, "1-D average pooling (\"SAME\" averages valid elements only).",
+          '"NWC" (default) or "NCW".',
+          '>>> ef.nn.avg_pool1d(ef.constant([[[1.0], [3.0]]]), 2, 1, "VALID")'
+          '.numpy().ravel().tolist()\n[2.0]', avg=True)
+_document(avg_pool2d, "2-D average pooling (\"SAME\" averages valid elements only).",
+          '"NHWC" (default) or "NCHW".',
+          '>>> ef.nn.avg_pool2d(ef.ones([1, 3, 3, 1]), 2, 2, "SAME").numpy().ravel().tolist()'
+          '\n[1.0, 1.0, 1.0, 1.0]', avg=True)
+_document(avg_pool3d, "3-D average pooling (\"SAME\" averages valid elements only).",
+          '"NDHWC" (default) or "NCDHW".',
+          '>>> ef.nn.avg_pool3d(ef.ones([1, 2, 2, 2, 1]), 2, 2, "VALID").numpy().item()\n1.0',
+          avg=True)
+
+
+def pool(input, window_shape, pooling_type, strides=None, padding="VALID",  # noqa: A002
+         data_format=None, dilations=None, name=None):
+    """Max or average pooling over N spatial dimensions, optionally dilated.
+
+    With dilations above 1 and "SAME" padding, padded elements are ignored (they never win
+    the max and never count in the average). TF instead zero-pads through space_to_batch,
+    so its dilated SAME pooling mixes zeros into edge windows; elsewhere the results agree.
+
+    Args:
+        input: A Tensor of rank N + 2 (``[batch, *spatial, channels]`` or channels first).
+        window_shape: A list of N ints.
+        pooling_type: "MAX" or "AVG".
+        strides: An int or list of N ints (default 1). Must be 1 where dilations exceed 1.
+        padding: "VALID" (default), "SAME" or explicit [before, after] pairs.
+        data_format: None (channels last) or a string such as "NCHW".
+        dilations: An int or list of N ints (default 1).
+        name: Unused (TF compatibility).
+
+    Returns:
+        A Tensor of the input's dtype.
+
+    Raises:
+        InvalidArgumentError: For a bad pooling_type, or dilations with strides above 1.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.nn.pool(ef.constant([[[1.0], [5.0], [2.0], [4.0]]]), [2], "MAX",
+        ...            dilations=[2]).numpy().ravel().tolist()
+        [2.0, 5.0]
+    """
+    op = "pool"
+    kind = str(pooling_type).upper()
+    if kind not in ("MAX", "AVG"):
+        raise errors.InvalidArgumentError(
+            None, op, "pool: pooling_type must be 'MAX' or 'AVG', got %r." % (pooling_type,))
+    nd = spatial_rank(input, op)
+    attrs = _pool_attrs(nd, window_shape, strides, padding, data_format, op, generic=True,
+                        dilations=dilations)
+    if any(d > 1 for d in attrs["dilations"]) and any(s > 1 for s in attrs["strides"]):
+        raise errors.InvalidArgumentError(
+            None, op, "pool: strides above 1 are not supported with dilations above 1 (got "
+            "strides %s, dilations %s)." % (list(attrs["strides"]), list(attrs["dilations"])))
+    return execute(MAX_POOL if kind == "MAX" else AVG_POOL, (input,), attrs)

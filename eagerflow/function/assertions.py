@@ -130,7 +130,7 @@ _NUMPY = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
 
 
 def _op(symbol):
-    from eagerflow.ops import arithmetic
+    from eagerflow.ops.math import arithmetic
 
     return {"==": arithmetic.equal, "!=": arithmetic.not_equal, "<": arithmetic.less,
             "<=": arithmetic.less_equal, ">": arithmetic.greater,

@@ -313,7 +313,7 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, loop_vars,
     """Runs a converted ``for``: Python iteration, or ``while_loop`` over a symbolic tensor."""
     if _symbolic(iterable):
         _tf_loop(None, extra_test, body, get_state, set_state, names, loop_vars, opts,
-                 iterable)
+                 _ElementSource(iterable))
         return
     dataset = _as_dataset(iterable)
     if dataset is not None and _state.trace is not None:
@@ -332,10 +332,9 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, loop_vars,
 
 
 def _as_dataset(value):
-    cls = type(value)
-    for klass in cls.__mro__:
-        if klass.__name__ == "DatasetV2" or (klass.__name__ == "Dataset" and
-                                             klass.__module__.startswith("eagerflow.data")):
+    """``value`` if it is an eagerflow Dataset (found without importing eagerflow.data)."""
+    for klass in type(value).__mro__:
+        if klass.__name__ == "Dataset" and klass.__module__ == "eagerflow.data.dataset":
             return value
     return None
 
@@ -348,7 +347,8 @@ def _loop_value(value):
 
 
 def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opts,
-             iterable):
+             elements):
+    """A graph loop: ``while test()``, or over ``elements`` (``more``/``at``/``finish``)."""
     from eagerflow.function.control_flow import while_loop
 
     init = list(get_state())
@@ -366,9 +366,6 @@ def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opt
         if not isinstance(init[i], UndefinedReturnValue):
             init[i] = _loop_value(init[i])
     invariants = _shape_invariants(opts.get("shape_invariants"), init, tensor_idx, names)
-    elements = None
-    if iterable is not None:
-        elements = _ElementSource(iterable)
 
     def with_values(values):
         state = list(init)
@@ -435,6 +432,8 @@ def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opt
         out = while_loop(cond_fn, body_fn, loop_init, shape_invariants=shape_invariants,
                          maximum_iterations=opts.get("maximum_iterations"),
                          parallel_iterations=opts.get("parallel_iterations", 10))
+    if elements is not None and hasattr(elements, "finish"):
+        elements.finish(out[0])
     final = [Undefined(n) for n in names]
     for i in loop_vars:
         final[i] = init[i]

@@ -188,7 +188,7 @@ _OPERATORS = {
 
 def _variable_getitem(self, key):
     # A variable's slice can be assigned to, as TF's (``v[1:3].assign(x)``).
-    from eagerflow.ops.variable_slices import sliced_variable
+    from eagerflow.ops.array.variable_slices import sliced_variable
 
     return sliced_variable(self, key)
 

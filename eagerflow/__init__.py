@@ -12,6 +12,9 @@ Example:
 
 import warnings as _warnings
 
+# First, before numpy loads: sizes each mpirun rank's BLAS thread pool to share the cores.
+from eagerflow import _launch_env  # noqa: F401
+
 from eagerflow import dtypes, errors  # noqa: F401
 from eagerflow.dtypes import (  # noqa: F401
     DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32, float64,

@@ -19,13 +19,10 @@ def _has_gpu():
 
 
 def _has_mpi():
-    import shutil
+    # mpi4py importable and an mpirun beside this python (the mpich wheel) or on PATH.
+    from eagerflow.distribute.launch import mpi_available
 
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return shutil.which("mpirun") is not None or shutil.which("mpiexec") is not None
+    return mpi_available()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -58,6 +58,7 @@ def main(argv=None):
 
     _run_gpu(args.filter, min_time)
     _run_distribute(args.filter, args.quick)
+    _run_mpi(args.filter)
 
     if not args.filter or "import" in args.filter:
         np_t = import_time("numpy")
@@ -85,6 +86,77 @@ def _run_distribute(name_filter, quick):
     command = [sys.executable, "-m", "eagerflow.benchmarks.distribute_workloads",
                "--filter", name_filter] + (["--quick"] if quick else [])
     subprocess.run(command, check=False, timeout=1800)
+
+
+MPI_ROUNDS = 3  # mpirun jobs of 1 and 2 ranks, alternated, for the MLP step
+
+
+def _run_mpi(name_filter):
+    """The ``mpi`` group: each workload runs under ``mpirun``, started here."""
+    import json
+
+    from eagerflow.distribute import launch
+
+    if name_filter and "mpi" not in name_filter:
+        return
+    print()
+    if not launch.mpi_available():
+        print("mpi workloads skipped: mpi4py or mpirun is missing (pip install "
+              "'eagerflow[mpi]').")
+        return
+
+    def job(n, names, blas_threads=None):
+        env = {name: blas_threads for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                               "MKL_NUM_THREADS")} if blas_threads else None
+        res = launch.run_mpirun(n, ["-m", "eagerflow.benchmarks.mpi_workloads"] + names,
+                                timeout=900, env=env)
+        if res.returncode != 0:
+            print("mpirun -n %d %s failed (%s):\n%s" % (n, " ".join(names), res.returncode,
+                                                     res.stderr[-2000:]))
+            return []
+        out = []
+        for line in res.stdout.splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    header = "%-52s %14s %14s %22s  %s" % ("mpi workload (2 ranks, mpirun)", "candidate",
+                                           "baseline", "ratio median [range]", "target")
+    print(header)
+    print("-" * len(header))
+    for row in job(2, ["fused_small", "bandwidth", "overlap"]):
+        times = row["times"]
+        print("%-52s %14s %14s %10.2fx [%.2f-%.2f]  %s (baseline: %s)" % (
+            row["workload"] + " - " + row["candidate"],
+            _fmt(times[row["candidate"]]["median_us"]),
+            _fmt(times[row["baseline"]]["median_us"]), row["speedup_median"],
+            row["speedup_min"], row["speedup_max"], row["target"], row["baseline"]))
+    # The MLP step: 1-rank and 2-rank jobs in turn, so all see the same machine load. One
+    # rank is timed with its default BLAS threads (all cores) and with one thread (what
+    # each of two ranks gets).
+    setups = [("2 ranks", 2, None), ("1 rank", 1, None), ("1 rank, 1 BLAS thread", 1, "1")]
+    medians = {label: [] for label, _, _ in setups}
+    for _ in range(MPI_ROUNDS):
+        for label, n, threads in setups:
+            for row in job(n, ["mlp"], threads):
+                medians[label].append(float(sorted(row["step_s"])[len(row["step_s"]) // 2]))
+    two = medians["2 ranks"]
+    for label in ("1 rank", "1 rank, 1 BLAS thread"):
+        one = medians[label]
+        if not two or len(one) != len(two):
+            continue
+        ratios = sorted(b / a for a, b in zip(one, two))
+        print("%-52s %14s %14s %10.2fx [%.2f-%.2f]  <= 0.6x (2 ranks / %s, %d rounds)" % (
+            "mpi MLP 784-512-512-10 Adam b1024 step", _fmt(_median(two) * 1e6),
+            _fmt(_median(one) * 1e6), _median(ratios), ratios[0], ratios[-1], label,
+            len(ratios)))
+
+
+def _median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
 
 
 def _run_gpu(name_filter, min_time):

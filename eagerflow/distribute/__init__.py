@@ -1,8 +1,9 @@
 """``eagerflow.distribute``: distribution strategies (TF 2's ``tf.distribute``).
 
-``MirroredStrategy`` (several devices of one process), ``OneDeviceStrategy`` and the
-default strategy, built on a small Communicator interface (``communicator``) that the
-multi-worker strategy implements over MPI. See ``distribute_lib`` for the contexts.
+``MirroredStrategy`` (several devices of one process), ``OneDeviceStrategy``, the default
+strategy and ``MultiWorkerMirroredStrategy`` (processes launched by ``mpirun``), built on a
+small Communicator interface (``communicator``; over MPI in ``mpi_communicator``). See
+``distribute_lib`` for the contexts.
 
 Example:
     >>> import eagerflow as ef
@@ -21,4 +22,8 @@ from eagerflow.distribute.mirrored_strategy import (  # noqa: F401
 )
 from eagerflow.distribute.values import (  # noqa: F401
     DistributedValues, Mirrored, MirroredVariable, PerReplica, SyncOnReadVariable,
+)
+from eagerflow.distribute import cluster_resolver, experimental  # noqa: F401
+from eagerflow.distribute.multi_worker_mirrored_strategy import (  # noqa: F401
+    MultiWorkerMirroredStrategy,
 )

@@ -142,7 +142,7 @@ def reduce_in_order(arrays, op):
                 acc /= len(arrays)
         return acc
     fn = {"max": np.maximum, "min": np.minimum, "prod": np.multiply}[op]
-    acc = fn(first, arrays[1])
+    acc = np.asarray(fn(first, arrays[1]))  # (0-d inputs give a numpy scalar: no out=)
     for a in arrays[2:]:
         fn(acc, a, out=acc)
     return acc

@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from eagerflow.summary import summary_ops
-from eagerflow.summary.writer import create_file_writer
+from eagerflow.summary.writer import create_file_writer, create_noop_writer
 
 try:  # The Keras base class when Keras is present (it always is in a full install).
     from eagerflow.keras.callbacks.callback import Callback as _Base
@@ -107,7 +107,12 @@ class TensorBoard(_Base):
     def _writer(self, kind):
         writer = self._writers.get(kind)
         if writer is None:
-            writer = self._writers[kind] = create_file_writer(os.path.join(self.log_dir, kind))
+            from eagerflow.framework import worker_context
+
+            # Under a multi-worker strategy only the chief writes event files.
+            chief = worker_context.is_chief(getattr(self.model, "distribute_strategy", None))
+            writer = self._writers[kind] = (create_file_writer(os.path.join(self.log_dir, kind))
+                                            if chief else create_noop_writer())
         return writer
 
     def _scalars(self, kind, prefix, logs, step, suffix=""):

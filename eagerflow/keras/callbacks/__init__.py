@@ -7,6 +7,7 @@ Example:
     True
 """
 
+from eagerflow.keras.callbacks.backup_and_restore import BackupAndRestore  # noqa: F401
 from eagerflow.keras.callbacks.callback import Callback, CallbackList  # noqa: F401
 from eagerflow.keras.callbacks.early_stopping import EarlyStopping  # noqa: F401
 from eagerflow.keras.callbacks.history import History  # noqa: F401
@@ -19,7 +20,7 @@ from eagerflow.keras.callbacks.progbar_logger import ProgbarLogger  # noqa: F401
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "ModelCheckpoint",
            "EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "CSVLogger",
-           "TerminateOnNaN", "LambdaCallback", "TensorBoard"]
+           "TerminateOnNaN", "LambdaCallback", "TensorBoard", "BackupAndRestore"]
 
 
 def __getattr__(name):

@@ -47,7 +47,15 @@ class CSVLogger(Callback):
         self.append_header = True
         self.csv_file = None
 
+    def _writes(self):
+        from eagerflow.framework import worker_context
+
+        # Under a multi-worker strategy the chief alone writes the log.
+        return worker_context.is_chief(getattr(self.model, "distribute_strategy", None))
+
     def on_train_begin(self, logs=None):
+        if not self._writes():
+            return
         if self.append:
             if os.path.exists(self.filename):
                 with open(self.filename, "r") as f:
@@ -60,6 +68,8 @@ class CSVLogger(Callback):
         self.csv_file = open(self.filename, mode, newline="")
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.csv_file is None:
+            return
         logs = logs or {}
 
         def handle_value(k):

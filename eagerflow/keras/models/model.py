@@ -239,13 +239,21 @@ class Model(Trainer, base_layer.Layer):
             filepath: Where to write.
             overwrite: If False and the file exists, raise instead of replacing it.
 
+        Under a multi-worker strategy only the chief's (rank 0's) file is kept (the other
+        workers save to a temporary directory, then wait at a barrier until the chief's
+        file is complete).
+
         Raises:
             FileExistsError: If ``overwrite`` is False and ``filepath`` exists.
             ValueError: If the model has no weights yet (not built).
         """
+        from eagerflow.framework import worker_context
         from eagerflow.keras.models import saving
 
-        saving.save_weights(self, filepath, overwrite=overwrite)
+        # Under a multi-worker strategy only the chief's file is kept; the others wait.
+        with worker_context.write_path(getattr(self, "distribute_strategy", None),
+                                       filepath) as path:
+            saving.save_weights(self, path, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False, **kwargs):
         """Loads weights written by :meth:`save_weights` (or from a ``.keras`` file).
@@ -277,13 +285,20 @@ class Model(Trainer, base_layer.Layer):
             zipped: Must be None or True.
             **kwargs: ``save_format="keras"`` is accepted.
 
+        Under a multi-worker strategy only the chief's (rank 0's) file is kept (the other
+        workers save to a temporary directory, then wait at a barrier until the chief's
+        file is complete).
+
         Raises:
             ValueError: For another extension.
             NotImplementedError: For a subclassed model without ``get_config``.
         """
+        from eagerflow.framework import worker_context
         from eagerflow.keras.models import saving
 
-        saving.save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+        with worker_context.write_path(getattr(self, "distribute_strategy", None),
+                                       filepath) as path:
+            saving.save_model(self, path, overwrite=overwrite, zipped=zipped, **kwargs)
 
     def get_config(self):
         """The constructor arguments of a subclassed model (it must override this).

@@ -526,6 +526,12 @@ class Trainer:
             self.predict_function = self._make_function("predict")
         return self.predict_function
 
+    def _chief_verbose(self, verbose):
+        """Under a multi-worker strategy only the chief prints progress."""
+        from eagerflow.framework import worker_context
+
+        return verbose if worker_context.is_chief(self._distribute_strategy) else 0
+
     def _combine_replica_outputs(self, kind, outputs):
         """One step's per-replica outputs as the logs callbacks see (cross-replica).
 
@@ -681,13 +687,17 @@ class Trainer:
         if validation_data is not None:
             val_iterator = self._validation_iterator(
                 validation_data, validation_batch_size or batch_size, validation_steps)
-        verbose = resolve_verbose(verbose)
+        verbose = self._chief_verbose(resolve_verbose(verbose))
         callbacks = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
                                  model=self, verbose=verbose, epochs=epochs,
                                  steps=iterator.num_batches)
         self.stop_training = False
         self.make_train_function()
+        self._initial_epoch = None
         callbacks.on_train_begin()
+        # A callback restoring a backup (BackupAndRestore) sets where training resumes.
+        if self._initial_epoch is not None:
+            initial_epoch = max(initial_epoch, self._initial_epoch)
         training_logs = None
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -758,7 +768,7 @@ class Trainer:
         adapter = adapters.get_adapter(x, y, sample_weight, batch_size=batch_size,
                                        shuffle=False)
         iterator = adapters.EpochIterator(adapter, steps)
-        verbose = resolve_verbose(verbose)
+        verbose = self._chief_verbose(resolve_verbose(verbose))
         callbacks = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
                                  verbose=verbose, epochs=1, steps=iterator.num_batches)
         logs = self._evaluate_loop(iterator, callbacks)
@@ -805,7 +815,7 @@ class Trainer:
             raise TypeError("predict() got unexpected keyword argument(s) %s." % sorted(unknown))
         adapter = adapters.get_adapter(x, batch_size=batch_size, shuffle=False)
         iterator = adapters.EpochIterator(adapter, steps)
-        verbose = resolve_verbose(verbose)
+        verbose = self._chief_verbose(resolve_verbose(verbose))
         callbacks = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
                                  verbose=verbose, epochs=1, steps=iterator.num_batches)
         self.make_predict_function()

@@ -170,3 +170,27 @@ _CODE_TO_CLASS = {
 def exception_type_from_error_code(error_code):
     """Returns the exception class for a canonical status code."""
     return _CODE_TO_CLASS[error_code]
+
+
+def short_repr(value, limit=80):
+    """A repr of a user's value for an error message: at most ``limit`` characters, and it
+    never raises (a list nested thousands deep makes ``repr`` raise RecursionError).
+
+    Example:
+        >>> from eagerflow import errors
+        >>> deep = 1
+        >>> for _ in range(5000):
+        ...     deep = [deep]
+        >>> errors.short_repr(deep)
+        '[[[[[...]]]]]'
+    """
+    import reprlib
+
+    shortener = reprlib.Repr()
+    shortener.maxlevel = 4
+    shortener.maxstring = shortener.maxother = limit
+    try:
+        text = shortener.repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        text = "<%s object>" % type(value).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -15,11 +15,21 @@ from __future__ import annotations
 
 import collections.abc
 
+from eagerflow.errors import short_repr
+
 __all__ = ["flatten", "pack_sequence_as", "map_structure", "assert_same_structure",
            "is_nested", "flatten_with_paths"]
 
 
 _SEQUENCES = (list, tuple, dict)
+
+
+def _too_deep(what):
+    import sys
+
+    return ValueError("nest.%s: the structure is nested deeper than Python's recursion limit "
+                      "(%d levels); use fewer levels of lists, or one tensor."
+                      % (what, sys.getrecursionlimit()))
 
 
 def is_nested(structure):
@@ -155,14 +165,24 @@ def pack_sequence_as(structure, flat_sequence, expand_composites=False):
     if count != len(flat_sequence):
         raise ValueError("Structure has %d leaves but flat_sequence has %d elements"
                          % (count, len(flat_sequence)))
-    return build(structure)
+    try:
+        return build(structure)
+    except RecursionError:
+        raise _too_deep("pack_sequence_as") from None
 
 
 def assert_same_structure(nest1, nest2, check_types=True, expand_composites=False):
     """Raises ValueError (or TypeError) when two structures differ."""
+    try:
+        _assert_same(nest1, nest2, check_types)
+    except RecursionError:
+        raise _too_deep("assert_same_structure") from None
+
+
+def _assert_same(nest1, nest2, check_types):
     if is_nested(nest1) != is_nested(nest2):
-        raise ValueError("The two structures don't have the same nested structure: %r and %r"
-                         % (nest1, nest2))
+        raise ValueError("The two structures don't have the same nested structure: %s and %s"
+                         % (short_repr(nest1), short_repr(nest2)))
     if not is_nested(nest1):
         return
     if check_types and type(nest1) is not type(nest2):
@@ -183,7 +203,7 @@ def assert_same_structure(nest1, nest2, check_types=True, expand_composites=Fals
         raise ValueError("The two structures don't have the same number of elements: %d and %d"
                          % (len(a), len(b)))
     for x, y in zip(a, b):
-        assert_same_structure(x, y, check_types)
+        _assert_same(x, y, check_types)
 
 
 def map_structure(func, *structures, check_types=True, expand_composites=False):
@@ -219,5 +239,8 @@ def flatten_with_paths(structure, expand_composites=False):
             for i, c in enumerate(node):
                 walk(c, path + (i,))
 
-    walk(structure, ())
+    try:
+        walk(structure, ())
+    except RecursionError:
+        raise _too_deep("flatten_with_paths") from None
     return out

@@ -261,18 +261,36 @@ def is_tensor(x):
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _infer_python(value):
-    """numpy array for a Python value with TF 2's default dtypes."""
+def _infer_python(value, dtype=None):
+    """numpy array for a Python value with TF 2's default dtypes.
+
+    Python ints that fit neither int32 nor int64 are an error, as in TF (numpy would make
+    them uint64, float64 or object, and a later cast would wrap them silently), unless the
+    requested ``dtype`` holds them: uint64 (up to 2**64 - 1) or a float dtype. Lists nested
+    deeper than a tensor's 64 dimensions are refused without recursing.
+    """
     try:
         array = np.asarray(value)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        depth = _nesting_depth(value)
+        if depth > _MAX_NESTING:
+            raise errors.InvalidArgumentError(
+                None, None, "Cannot convert %s to a tensor: lists are nested %s levels "
+                "deep, more than the %d dimensions a tensor may have."
+                % (_short(value), "at least %d" % depth if depth > 1000 else depth,
+                   _MAX_NESTING)) from None
         raise errors.InvalidArgumentError(
             None, None, "Cannot convert %s to a tensor: %s. Nested lists must be rectangular."
             % (_short(value), exc)) from None
     kind = array.dtype.kind
     if kind == "f":
+        if array.dtype == np.float64 and isinstance(_first_leaf(value), int) and \
+                np.abs(array).max() >= 2.0**63 and _all_ints(value):
+            return _int_out_of_range(value, dtype)  # ints past int64 that numpy made floats
         return array.astype(np.float32) if array.dtype != np.float32 else array
     if kind in "iu":
+        if array.dtype == np.uint64 and array.size and array.max() > _INT64_MAX:
+            return _int_out_of_range(value, dtype, array)
         if array.size and (array.min() < _INT32_MIN or array.max() > _INT32_MAX):
             return array.astype(np.int64)
         return array.astype(np.int32)
@@ -284,6 +302,8 @@ def _infer_python(value):
     if kind in "US" or (kind == "O" and array.size and isinstance(
             array.flat[0], (str, bytes))):
         return _string_array(np.asarray(value, dtype=object), value)
+    if kind == "O" and array.size and _all_ints(value):
+        return _int_out_of_range(value, dtype)
     if kind == "O":
         raise errors.UnimplementedError(
             None, None, "Cannot convert %s to a tensor: only numbers, bools and strings "
@@ -305,16 +325,70 @@ def _string_array(array, value):
             v = v.encode("utf-8")
         elif not isinstance(v, bytes):
             raise errors.InvalidArgumentError(
-                None, None, "Cannot convert %s to a tensor: element %r is a %s; a string "
+                None, None, "Cannot convert %s to a tensor: element %s is a %s; a string "
                 "tensor holds only str or bytes, and nested lists must be rectangular."
-                % (_short(value), v, type(v).__name__))
+                % (_short(value), _short(v), type(v).__name__))
         out[i] = v
     return out.reshape(array.shape)
 
 
+_INT64_MAX = 2**63 - 1
+_MAX_NESTING = 64  # numpy's (and a tensor's) most dimensions
+
+
+def _nesting_depth(value, limit=100000):
+    """How deep the first elements of nested lists/tuples go (no recursion)."""
+    depth = 0
+    while isinstance(value, (list, tuple)) and depth < limit:
+        depth += 1
+        if not value:
+            break
+        value = value[0]
+    return depth
+
+
+def _first_leaf(value):
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return value
+
+
+def _leaves(value):
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            yield item
+
+
+def _all_ints(value):
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+               for v in _leaves(value))
+
+
+def _int_out_of_range(value, dtype, array=None):
+    """Python ints outside int64: exact when ``dtype`` is an integer type that holds them
+    (uint64), else the error TF gives."""
+    if dtype is not None and dtype.is_integer:
+        exact = np.asarray(value, dtype=object) if array is None else array
+        info = np.iinfo(dtype.np_dtype)
+        flat = [int(v) for v in np.asarray(exact, dtype=object).reshape(-1)]
+        if min(flat) >= info.min and max(flat) <= info.max:
+            return np.asarray(exact).astype(dtype.np_dtype) if array is not None else \
+                np.array(flat, dtype=dtype.np_dtype).reshape(np.shape(exact))
+        raise TypeError("Cannot convert %s to EagerTensor of dtype %s: out of range"
+                        % (_short(value), dtype.name))
+    if dtype is not None and not dtype.is_integer:
+        return np.asarray(np.asarray(value, dtype=object), dtype=np.float64)
+    raise ValueError("Cannot convert %s to a tensor: a Python int is out of range for int64 "
+                     "(Python ints become int32 or int64, as in TF). Pass dtype=uint64 for "
+                     "values up to 2**64 - 1, or a float dtype." % _short(value))
+
+
 def _short(value):
-    text = repr(value)
-    return text if len(text) < 80 else text[:77] + "..."
+    return errors.short_repr(value, 80)
 
 
 def _place(array, device):
@@ -416,7 +490,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
         return from_dlpack(value) if dtype is None else convert_to_tensor(
             from_dlpack(value), dtype)
     else:
-        array = _infer_python(value)
+        array = _infer_python(value, dtype)
         if dtype is None and dtype_hint is not None:
             hint = dtypes_lib.as_dtype(dtype_hint)
             try:

@@ -13,10 +13,30 @@ Example:
 from __future__ import annotations
 
 import functools
+import operator
 
 from eagerflow import errors
 
 __all__ = ["DeviceSpec"]
+
+
+def _index_or_none(value, what):
+    """None, or a non-negative int from an int or a digit string (TF's ``int(value)`` would
+    also turn 1.5 into 1; a fraction, inf or NaN is an error here)."""
+    if value is None:
+        return None
+    index = -1
+    if isinstance(value, str) and value.isdigit():
+        index = int(value)
+    elif not isinstance(value, bool):
+        try:
+            index = operator.index(value)
+        except TypeError:
+            pass
+    if index < 0:
+        raise ValueError("DeviceSpec: %s must be a non-negative integer or None, got %s."
+                         % (what, errors.short_repr(value)))
+    return index
 
 
 class DeviceSpec:
@@ -28,16 +48,19 @@ class DeviceSpec:
         task: Task index.
         device_type: ``"CPU"`` or ``"GPU"`` (case-insensitive on input).
         device_index: Device index, or None for any.
+
+    Raises:
+        ValueError: If replica, task or device_index is not a non-negative integer or None.
     """
 
     __slots__ = ("job", "replica", "task", "device_type", "device_index", "_str")
 
     def __init__(self, job=None, replica=None, task=None, device_type=None, device_index=None):
-        self.job = job
-        self.replica = None if replica is None else int(replica)
-        self.task = None if task is None else int(task)
+        self.job = None if job is None else str(job)  # as TF, any job value is named by str
+        self.replica = _index_or_none(replica, "replica")
+        self.task = _index_or_none(task, "task")
         self.device_type = None if device_type is None else str(device_type).upper()
-        self.device_index = None if device_index is None else int(device_index)
+        self.device_index = _index_or_none(device_index, "device_index")
         self._str = None
 
     @staticmethod

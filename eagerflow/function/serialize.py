@@ -1283,6 +1283,7 @@ def load(source, variable_values=None, capture_values=None, clear_devices=False)
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     else:
-        with open(os.fspath(source), "rb") as f:
-            data = f.read()
+        from eagerflow.io import untrusted
+
+        data = untrusted.read_regular(source)
     return load_function(data, variable_values, capture_values, clear_devices)

@@ -92,7 +92,8 @@ def atomic_open(path, mode="wb"):
     tmp = os.path.join(directory, ".%s%s%d-%s" % (base, _TMP_MARK, os.getpid(),
                                                   secrets.token_hex(4)))
     kwargs = {"encoding": "utf-8"} if mode == "w" else {}
-    f = open(tmp, mode, **kwargs)
+    # "x": created exclusively, so a file (or symlink) planted at the name is never used.
+    f = open(tmp, mode.replace("w", "x"), **kwargs)
     try:
         with f:
             yield f

@@ -45,7 +45,7 @@ import sys
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.io import atomic
+from eagerflow.io import atomic, untrusted
 
 __all__ = ["FORMAT", "VERSION", "MAGIC", "TensorEntry", "BundleReader", "write", "read",
            "write_stream", "write_bytes", "is_bundle"]
@@ -272,8 +272,9 @@ class BundleReader:
         self.path = os.fspath(path)
         self._data = None if data is None else bytes(data)
         try:
-            size = os.path.getsize(self.path) if self._data is None else len(self._data)
             with self._open() as f:
+                size = os.fstat(f.fileno()).st_size if self._data is None else len(
+                    self._data)
                 prefix = f.read(_PREFIX.size)
                 if len(prefix) < _PREFIX.size or prefix[:len(MAGIC)] != MAGIC:
                     raise _loss(self.path, "it does not start with the eagerflow bundle "
@@ -283,15 +284,15 @@ class BundleReader:
                     raise _loss(self.path, "header length %d exceeds the file size %d"
                                 % (header_len, size))
                 header = f.read(header_len)
-        except FileNotFoundError:
+        except errors.NotFoundError:
             raise errors.NotFoundError(None, None, "Bundle file not found: %s"
                                        % self.path) from None
         if len(header) != header_len or hashlib.sha256(header).digest() != digest:
             raise _loss(self.path, "header checksum mismatch")
         try:
-            info = json.loads(header.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise _loss(self.path, "header is not valid JSON (%s)" % exc) from None
+            info = untrusted.json_loads(header, "the header")
+        except errors.DataLossError as exc:
+            raise _loss(self.path, exc.message) from None
         if not isinstance(info, dict) or info.get("format") != FORMAT:
             raise _loss(self.path, "header format is %r, expected %r"
                         % (info.get("format") if isinstance(info, dict) else info, FORMAT))
@@ -311,8 +312,11 @@ class BundleReader:
                         % (size, expected, "truncated" if size < expected else
                            "trailing bytes"))
         self.metadata = info.get("metadata") or {}
+        tensors = info.get("tensors", [])
+        if not isinstance(tensors, list) or not isinstance(self.metadata, dict):
+            raise _loss(self.path, "the header's tensors or metadata have the wrong type")
         self._entries = {}
-        for raw in info.get("tensors", []):
+        for raw in tensors:
             entry = self._parse_entry(raw, data_length)
             if entry.key in self._entries:
                 raise _loss(self.path, "tensor %r appears twice" % entry.key)
@@ -321,7 +325,7 @@ class BundleReader:
     def _open(self):
         if self._data is not None:
             return io.BytesIO(self._data)
-        return open(self.path, "rb")
+        return untrusted.open_regular(self.path, "Bundle file %s" % self.path)
 
     def _parse_entry(self, raw, data_length):
         key = raw.get("key") if isinstance(raw, dict) else None
@@ -333,14 +337,18 @@ class BundleReader:
             raise _loss(self.path, "tensor %r has dtype %r, which bundles never contain "
                         "(only plain numeric dtypes are read; no Python objects, no pickle)"
                         % (key, dtype))
-        if (not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0
-                                                   for d in shape)):
-            raise _loss(self.path, "tensor %r has an invalid shape %r" % (key, shape))
-        if not (isinstance(offset, int) and isinstance(length, int) and offset >= 0
+        if (not isinstance(shape, list) or len(shape) > 64 or not all(
+                d.__class__ is int and d >= 0 for d in shape)):
+            raise _loss(self.path, "tensor %r has an invalid shape %r" % (key, shape[:8] if
+                                                                         isinstance(shape, list)
+                                                                         else shape))
+        if not (offset.__class__ is int and length.__class__ is int and offset >= 0
                 and length >= 0 and offset + length <= data_length):
             raise _loss(self.path, "tensor %r has bytes [%r, +%r) outside the data section "
                         "of %d bytes" % (key, offset, length, data_length))
-        want = int(np.prod(shape, dtype=np.int64)) * _np_dtype(dtype).itemsize
+        want = _np_dtype(dtype).itemsize
+        for d in shape:  # Python ints: a [2**62, 4] shape cannot wrap around to match
+            want *= d
         if length != want:
             raise _loss(self.path, "tensor %r is %d bytes, but dtype %s and shape %s need %d"
                         % (key, length, dtype, shape, want))
@@ -400,7 +408,7 @@ class BundleReader:
             with self._open() as f:
                 f.seek(self._data_start + entry.offset)
                 data = f.read(entry.length)
-        except FileNotFoundError:
+        except errors.NotFoundError:
             raise errors.NotFoundError(None, None, "Bundle file not found: %s"
                                        % self.path) from None
         if len(data) != entry.length:

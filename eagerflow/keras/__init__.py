@@ -20,14 +20,14 @@ import importlib
 
 __all__ = ["layers", "models", "optimizers", "losses", "metrics", "callbacks", "initializers",
            "regularizers", "constraints", "activations", "mixed_precision", "datasets",
-           "utils", "backend", "saving", "Model", "Sequential", "Input", "InputSpec",
+           "utils", "backend", "saving", "random", "Model", "Sequential", "Input", "InputSpec",
            "Layer", "Functional", "KerasTensor", "version", "__version__"]
 
 __version__ = "3.0.0"
 
 _SUBMODULES = ("layers", "models", "optimizers", "losses", "metrics", "callbacks",
                "initializers", "regularizers", "constraints", "activations",
-               "mixed_precision", "datasets", "utils", "backend", "saving")
+               "mixed_precision", "datasets", "utils", "backend", "saving", "random")
 
 # name -> (module, attribute)
 _ATTRIBUTES = {

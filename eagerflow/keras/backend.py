@@ -265,3 +265,24 @@ def count_params(x):
     """
     shape = int_shape(x)
     return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """A tensor of normal samples (the Keras 2 backend function, still in ``tf.keras``).
+
+    Example:
+        >>> from eagerflow.keras import backend
+        >>> backend.random_normal((2, 3), seed=1).shape
+        TensorShape([2, 3])
+    """
+    from eagerflow.keras import random
+
+    return random.normal(shape, mean=mean, stddev=stddev, dtype=dtype or floatx(), seed=seed)
+
+
+def random_uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    """A tensor of uniform samples in ``[minval, maxval)`` (Keras 2 backend function)."""
+    from eagerflow.keras import random
+
+    return random.uniform(shape, minval=minval, maxval=maxval, dtype=dtype or floatx(),
+                          seed=seed)

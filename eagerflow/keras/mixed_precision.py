@@ -20,7 +20,18 @@ from __future__ import annotations
 
 from eagerflow import dtypes as dtypes_lib
 
-__all__ = ["DTypePolicy", "Policy", "global_policy", "set_global_policy", "get_policy"]
+__all__ = ["DTypePolicy", "Policy", "global_policy", "set_global_policy", "get_policy",
+           "LossScaleOptimizer"]  # noqa: F822 - resolved on first use by __getattr__
+
+
+def __getattr__(name):
+    # keras.mixed_precision.LossScaleOptimizer, as Keras: defined with the optimizers, which
+    # import this module, so it resolves on first use.
+    if name == "LossScaleOptimizer":
+        from eagerflow.keras.optimizers.loss_scale import LossScaleOptimizer
+
+        return LossScaleOptimizer
+    raise AttributeError("module 'eagerflow.keras.mixed_precision' has no attribute %r" % name)
 
 _MIXED = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
 

@@ -59,14 +59,16 @@ def not_found(path, message):
     return errors.NotFoundError(None, None, "SavedModel file %s: %s" % (path, message))
 
 
-def read_bytes(path):
+def read_bytes(path, root=None):
+    """The bytes of a regular file of the SavedModel ``root`` (which it must stay inside)."""
+    from eagerflow.io import untrusted
+
+    if root is not None:
+        untrusted.check_inside(root, path, "SavedModel file %s" % path)
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
+        return untrusted.read_regular(path, what="SavedModel file %s" % path)
+    except errors.NotFoundError:
         raise not_found(path, "the file is missing") from None
-    except IsADirectoryError:
-        raise data_loss(path, "expected a file, found a directory") from None
 
 
 def parse(message, data, path, what):
@@ -115,7 +117,7 @@ def bytes_to_model(data, path):
 
 def read_model(export_dir):
     path = os.path.join(export_dir, SAVED_MODEL_FILENAME)
-    return bytes_to_model(read_bytes(path), path)
+    return bytes_to_model(read_bytes(path, export_dir), path)
 
 
 # -- variables ------------------------------------------------------------------------------
@@ -140,17 +142,24 @@ def _read_variables(directory):
     Every tensor's size and checksum is verified; failures raise ``DataLossError`` (or
     ``NotFoundError``) naming the file and the tensor.
     """
-    from eagerflow.io import bundle
+    from eagerflow.io import bundle, untrusted
 
-    return bundle.BundleReader(_variables_path(directory)).read_all()
+    path = untrusted.check_inside(directory, _variables_path(directory))
+    return bundle.BundleReader(path).read_all()
 
 
 # -- manifest -------------------------------------------------------------------------------
-def _digest(path):
+def _digest(path, limit=None):
+    """``(size, sha256)`` of a regular file, reading at most ``limit + 1`` bytes."""
+    from eagerflow.io import untrusted
+
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+    with untrusted.open_regular(path, "SavedModel file %s" % path) as f:
+        while limit is None or size <= limit:
+            block = f.read(1 << 20 if limit is None else min(1 << 20, limit + 1 - size))
+            if not block:
+                break
             h.update(block)
             size += len(block)
     return size, h.hexdigest()
@@ -181,20 +190,31 @@ def write_manifest(directory):
 
 def verify_manifest(directory):
     """Checks the format version and every file's size and checksum against the manifest."""
+    from eagerflow.io import untrusted
+
     path = os.path.join(directory, FINGERPRINT_FILENAME)
-    manifest = parse(pb().Manifest(), read_bytes(path), path, "a SavedModel manifest")
+    manifest = parse(pb().Manifest(), read_bytes(path, directory), path,
+                     "a SavedModel manifest")
     if manifest.format != MANIFEST_FORMAT:
         raise data_loss(path, "not a SavedModel manifest (format tag %r)"
                         % manifest.format[:40])
     check_versions(manifest.versions, path)
+    listed = {entry.path for entry in manifest.file}
+    for required in (SAVED_MODEL_FILENAME, VARIABLES_DIRECTORY + "/" + VARIABLES_BUNDLE):
+        if required not in listed:
+            raise data_loss(path, "the manifest does not list %s (incomplete export)"
+                            % required)
     for entry in manifest.file:
         rel = entry.path
         if rel.startswith("/") or ".." in rel.split("/"):
             raise data_loss(path, "the manifest names a file outside the directory: %r" % rel)
         full = os.path.join(directory, *rel.split("/"))
-        if not os.path.isfile(full):
+        untrusted.check_inside(directory, full, "SavedModel file %s" % full)
+        if not os.path.lexists(full):
             raise not_found(full, "the file is missing (listed in %s)" % FINGERPRINT_FILENAME)
-        size, sha = _digest(full)
+        # Never more than the manifest's size is read (a device or a growing file cannot
+        # make the check read without end).
+        size, sha = _digest(full, limit=entry.size)
         if size != entry.size:
             raise data_loss(full, "size %d bytes, expected %d: the file is truncated or "
                             "was changed" % (size, entry.size))

@@ -251,22 +251,40 @@ class _SignatureMap(collections.abc.Mapping):
 
 
 def _interrupted_replacement(export_dir):
-    """The previous export when a save that replaced ``export_dir`` died mid-swap, else None.
+    """The export to load when a save that replaced ``export_dir`` died mid-swap, else None.
 
     Replacing an export renames the old directory aside (``.<name>.old-<hex>``) and then the
-    new one into place; a process killed between the two renames leaves only the old one.
+    finished new one (``.<name>.tmp-<hex>``) into place; a process killed between the two
+    renames leaves both. The choice is by verified completeness, never by modification
+    time: a temporary directory whose manifest verifies is the newer, finished export; else
+    an old one that verifies. Two complete candidates of the same kind are an error naming
+    both (moving one into place by hand decides).
     """
     parent = os.path.dirname(os.path.abspath(export_dir))
-    prefix = ".%s.old-" % os.path.basename(os.path.normpath(export_dir))
+    base = os.path.basename(os.path.normpath(export_dir))
     try:
-        names = sorted(n for n in os.listdir(parent) if n.startswith(prefix))
+        names = sorted(os.listdir(parent))
     except OSError:
         return None
-    candidates = [os.path.join(parent, n) for n in names]
-    candidates = [c for c in candidates if os.path.isdir(c)]
-    if not candidates:
-        return None
-    return max(candidates, key=os.path.getmtime)
+    for prefix in (".%s.tmp-" % base, ".%s.old-" % base):
+        complete = []
+        for name in names:
+            full = os.path.join(parent, name)
+            if not name.startswith(prefix) or os.path.islink(full) or not os.path.isdir(full):
+                continue
+            try:
+                _format.verify_manifest(full)
+            except errors.OpError:
+                continue  # incomplete or damaged: never chosen
+            complete.append(full)
+        if len(complete) == 1:
+            return complete[0]
+        if complete:
+            raise errors.FailedPreconditionError(
+                None, None, "SavedModel directory %s is missing and interrupted saves left "
+                "several complete exports: %s. Rename the one to use to %s." % (
+                    export_dir, ", ".join(complete), export_dir))
+    return None
 
 
 def load(export_dir, tags=None, options=None):

@@ -213,6 +213,22 @@ def _replace_directory(tmp, export_dir):
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _remove_stale(export_dir):
+    """Deletes what killed saves of ``export_dir`` left beside it (``.<name>.tmp-*`` and
+    ``.<name>.old-*`` directories), once a new export is in place: they are superseded.
+    Only real directories with those exact prefixes are removed, never through a symlink."""
+    parent, base = os.path.split(export_dir)
+    prefixes = (".%s.tmp-" % base, ".%s.old-" % base)
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        full = os.path.join(parent, name)
+        if name.startswith(prefixes) and os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+
+
 def save(obj, export_dir, signatures=None, options=None):
     """Exports ``obj``'s functions, variables and signatures as a SavedModel directory.
 
@@ -277,7 +293,7 @@ def save(obj, export_dir, signatures=None, options=None):
     os.mkdir(tmp)
     try:
         _format._write_variables(tmp, values)
-        with open(os.path.join(tmp, _format.SAVED_MODEL_FILENAME), "wb") as f:
+        with open(os.path.join(tmp, _format.SAVED_MODEL_FILENAME), "xb") as f:
             f.write(_format.model_to_bytes(builder.model))
             _format.fsync_file(f)
         _format.write_manifest(tmp)
@@ -287,6 +303,7 @@ def save(obj, export_dir, signatures=None, options=None):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _remove_stale(export_dir)
 
 
 def _host_value(var):

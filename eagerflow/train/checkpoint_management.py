@@ -28,7 +28,7 @@ import re
 import time
 
 from eagerflow import errors
-from eagerflow.io import atomic, bundle
+from eagerflow.io import atomic, bundle, untrusted
 from eagerflow.train import checkpoint as checkpoint_lib
 
 __all__ = ["CheckpointManager", "latest_checkpoint", "list_variables", "load_variable",
@@ -77,19 +77,19 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
         >>> get_checkpoint_state(tempfile.mkdtemp()) is None
         True
     """
+    checkpoint_dir = os.fspath(checkpoint_dir)
     path = os.path.join(checkpoint_dir, latest_filename or _STATE)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError):
+        text = untrusted.read_regular(path, max_bytes=_STATE_LIMIT).decode("utf-8")
+    except (errors.NotFoundError, UnicodeDecodeError):
         return None
     state = CheckpointState()
 
     def resolve(p):
-        return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+        return _inside(checkpoint_dir, p, path)
 
     try:
-        for line in text.splitlines():
+        for line in text.splitlines():  # a path outside raises InvalidArgumentError below
             m = _LINE.match(line)
             if not m:
                 continue
@@ -102,9 +102,30 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
                 state.all_model_checkpoint_timestamps.append(float(value))
             elif field == "last_preserved_timestamp":
                 state.last_preserved_timestamp = float(value)
+    except errors.InvalidArgumentError:
+        raise
     except ValueError:
         return None
     return state
+
+
+# A state file lists a few hundred paths at most; anything larger is not one.
+_STATE_LIMIT = 16 << 20
+
+
+def _inside(directory, name, state_path):
+    """``directory/name`` for a checkpoint named by the state file; the name must be a
+    relative path that stays inside ``directory`` (the state file decides what is read and
+    deleted, so ``../x`` or ``/etc/x`` must not name anything)."""
+    parts = name.replace("\\", "/").split("/")
+    if not name or os.path.isabs(name) or name.startswith("\\") or ".." in parts or (
+            os.path.splitdrive(name)[0]):
+        raise errors.InvalidArgumentError(
+            None, None, "The checkpoint state file %s names %r, which is not a path inside "
+            "its directory; checkpoint paths there must be relative names such as "
+            "'ckpt-3'. The file is damaged or hostile: delete it (checkpoints are not "
+            "touched) or write it again with a CheckpointManager." % (state_path, name[:200]))
+    return os.path.join(directory, name)
 
 
 def _write_state(directory, state, latest_filename=None):
@@ -127,8 +148,11 @@ def _write_state(directory, state, latest_filename=None):
                       "\n".join(lines) + "\n")
 
 
-def _exists(prefix):
-    return os.path.isfile(checkpoint_lib.checkpoint_file(prefix))
+def _exists(prefix, directory=None):
+    path = checkpoint_lib.checkpoint_file(prefix)
+    if directory is not None and os.path.lexists(path):
+        untrusted.check_inside(directory, path, "Checkpoint file %s" % path)
+    return os.path.isfile(path)
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
@@ -153,10 +177,11 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
     state = get_checkpoint_state(checkpoint_dir, latest_filename)
     if state is None or not state.model_checkpoint_path:
         return None
-    if _exists(state.model_checkpoint_path):
+    directory = os.fspath(checkpoint_dir)
+    if _exists(state.model_checkpoint_path, directory):
         return state.model_checkpoint_path
     for prefix in reversed(state.all_model_checkpoint_paths):
-        if _exists(prefix):
+        if _exists(prefix, directory):
             return prefix
     return None
 
@@ -284,7 +309,7 @@ class CheckpointManager:
             pairs = list(zip(state.all_model_checkpoint_paths,
                              state.all_model_checkpoint_timestamps
                              or [now] * len(state.all_model_checkpoint_paths)))
-            self._kept = [(p, t) for p, t in pairs if _exists(p)]
+            self._kept = [(p, t) for p, t in pairs if _exists(p, self._directory)]
             self._last_preserved = state.last_preserved_timestamp or now
         else:
             self._kept = []
@@ -347,6 +372,8 @@ class CheckpointManager:
         _write_state(self._directory, CheckpointState(
             prefix, [p for p, _ in self._kept], [t for _, t in self._kept],
             self._last_preserved))
+        # Temporaries of saves killed before their rename (this manager owns the directory).
+        atomic.remove_temporaries(self._directory)
         return prefix
 
     def _sweep(self):
@@ -359,8 +386,14 @@ class CheckpointManager:
                     and stamp - self._last_preserved >= self._keep_every_n_hours * 3600.0):
                 self._last_preserved = stamp  # preserved forever: just stop tracking it
                 continue
-            with contextlib.suppress(OSError):
-                os.remove(checkpoint_lib.checkpoint_file(prefix))
+            path = checkpoint_lib.checkpoint_file(prefix)
+            # Only a file inside this directory is ever deleted (os.remove of a symlink
+            # removes the link, never its target).
+            parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+            root = os.path.realpath(self._directory)
+            if parent == root or parent.startswith(root.rstrip(os.sep) + os.sep):
+                with contextlib.suppress(OSError):
+                    os.remove(path)
 
     def restore_latest_valid(self):
         """Restores the newest checkpoint that loads, skipping corrupt ones.
@@ -378,6 +411,8 @@ class CheckpointManager:
         candidates = sorted(set(self.checkpoints) | ({latest_checkpoint(self._directory)}
                                                      - {None}), key=_number)
         for prefix in reversed(candidates):
+            untrusted.check_inside(self._directory, checkpoint_lib.checkpoint_file(prefix),
+                                   "Checkpoint %s" % prefix)
             try:
                 status = self._checkpoint.restore(prefix)
             except (errors.DataLossError, errors.NotFoundError,

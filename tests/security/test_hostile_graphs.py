@@ -304,3 +304,19 @@ def test_sane_graphs_still_load_and_agree(tmp_path):
                                rtol=1e-6)
     assert os.listdir(tmp_path) == []
     assert pathlib.Path(tmp_path).exists()
+
+
+def test_cuda_source_takes_only_numbers_from_attributes():
+    """A fused program's CUDA source is built without a GPU: attribute values other than
+    finite numbers never reach it (the sub-op falls back to its own kernel)."""
+    from eagerflow.function.passes import fused_step
+
+    def source(alpha):
+        attrs = "(('alpha', %r),)" % (alpha,)
+        program = fused_step.Program(("LeakyRelu",), (1,), (0,), ("float32",), (attrs,),
+                                     (-1,), ("float32",))
+        return fused_step.cuda_source(program)
+
+    assert "0.25" in source(0.25)[2]
+    assert source("1.0); asm(\"trap;\"); (") is None
+    assert source(True) is None

@@ -2,6 +2,7 @@
 
 import os
 import random
+import select
 import signal
 import time
 
@@ -208,12 +209,13 @@ def test_keep_checkpoint_every_n_hours(tmp_path, monkeypatch):
     assert files == ["ckpt-2.efckpt", "ckpt-4.efckpt"]
 
 
-def _saver_child(directory):
+def _saver_child(directory, ready):
     """Runs in a forked child: saves checkpoints whose values all equal their number."""
     v = ef.Variable(np.zeros((256, 256), "float32"))
     w = ef.Variable(np.zeros(1000, "float64"))
     manager = ef.train.CheckpointManager(ef.train.Checkpoint(v=v, w=w), directory,
                                          max_to_keep=2)
+    os.write(ready, b"1")  # set up: the kill lands among the saves, not before them
     n = 0
     while True:
         n += 1
@@ -237,12 +239,16 @@ def test_crash_safety_kill_during_saves(tmp_path):
     window = max(0.04, 4 * (time.monotonic() - t0))
     start = time.monotonic()
     for _ in range(trials):
+        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child
             try:
-                _saver_child(directory)
+                _saver_child(directory, ready_w)
             finally:
                 os._exit(0)
+        os.close(ready_w)
+        select.select([ready_r], [], [], 10.0)
+        os.close(ready_r)
         time.sleep(rng.uniform(0.0, window))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)

@@ -212,6 +212,36 @@ class Layer(Module):
                                 % (spec,))
         self._input_spec = value
 
+    # -- the symbolic tensors of the layer's first call in a functional graph (Keras 3) --------
+    def _node_attribute(self, attribute, what):
+        nodes = self.__dict__.get("_inbound_nodes")
+        if not nodes:
+            raise AttributeError(
+                "The layer %s has never been called and thus has no defined %s. Call it on "
+                "a keras.Input (or build a functional or Sequential model with an Input) "
+                "first." % (self.name, what))
+        values = attribute(nodes[0])
+        return values[0] if isinstance(values, list) and len(values) == 1 else values
+
+    @property
+    def input(self):
+        """The KerasTensor(s) the layer was first called on (for feature extraction:
+        ``Model(inputs=model.input, outputs=model.layers[k].output)``).
+
+        Raises:
+            AttributeError: If the layer was never called on symbolic inputs.
+        """
+        return self._node_attribute(lambda node: list(node.input_tensors), "input")
+
+    @property
+    def output(self):
+        """The KerasTensor(s) of the layer's first symbolic call.
+
+        Raises:
+            AttributeError: If the layer was never called on symbolic inputs.
+        """
+        return self._node_attribute(lambda node: list(node.flat_outputs), "output")
+
     @property
     def dynamic(self):
         return self._dynamic
@@ -579,6 +609,7 @@ class Layer(Module):
         # One eager tensor (the usual call) is neither symbolic nor in need of conversion.
         single = inputs.__class__ is Tensor
         if not single:
+            call_context.check_nesting(inputs, self.name)
             handler = call_context._symbolic_handler
             if handler is not None and any(_is_symbolic(x) for x in _flatten(inputs)):
                 return handler(self, inputs, args, kwargs)

@@ -157,6 +157,26 @@ def _convert(x):
     return x
 
 
+# Deeper input structures than this are refused (a tensor has at most 64 dimensions, and
+# the structure walks below recurse): a clear error instead of a RecursionError.
+MAX_INPUT_NESTING = 64
+
+
+def check_nesting(structure, layer):
+    """Raises ValueError when lists/tuples/dicts in ``structure`` nest deeper than
+    MAX_INPUT_NESTING (walked without recursion)."""
+    stack = [(structure, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (list, tuple, dict)):
+            if depth >= MAX_INPUT_NESTING:
+                raise ValueError("Layer %s: its inputs are lists nested more than %d levels "
+                                 "deep; pass tensors (or a shallow structure of them)."
+                                 % (layer, MAX_INPUT_NESTING))
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children)
+
+
 def _map_structure(fn, structure):
     if isinstance(structure, (list, tuple, dict)):
         try:

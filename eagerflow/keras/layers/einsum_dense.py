@@ -24,6 +24,9 @@ _EQUATION = re.compile(r"^(\.\.\.)?([a-zA-Z]+),([a-zA-Z]+)->(\.\.\.)?([a-zA-Z]+)
 
 
 def _parse(equation):
+    if not isinstance(equation, str):
+        raise TypeError("EinsumDense: equation must be a string like 'ab,bc->ac', got %r."
+                        % (equation,))
     match = _EQUATION.match(equation.replace(" ", ""))
     if match is None:
         raise ValueError("EinsumDense: invalid equation %r. It must look like 'ab,bc->ac' "

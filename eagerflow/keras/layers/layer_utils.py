@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 
 import eagerflow as ef
+from eagerflow.errors import short_repr
 from eagerflow.tensor_shape import TensorShape
 
 __all__ = ["normalize_tuple", "normalize_padding", "normalize_data_format",
@@ -50,16 +51,16 @@ def normalize_tuple(value, n, name, allow_zero=False):
         try:
             values = tuple(value)
         except TypeError:
-            raise ValueError("The `%s` argument must be a tuple of %d integers. Received: %s=%r"
-                             % (name, n, name, value)) from None
+            raise ValueError("The `%s` argument must be a tuple of %d integers. Received: %s=%s"
+                             % (name, n, name, short_repr(value))) from None
         if len(values) != n or not all(isinstance(v, numbers.Integral)
                                        and not isinstance(v, bool) for v in values):
-            raise ValueError("The `%s` argument must be a tuple of %d integers. Received: %s=%r"
-                             % (name, n, name, value))
+            raise ValueError("The `%s` argument must be a tuple of %d integers. Received: %s=%s"
+                             % (name, n, name, short_repr(value)))
         values = tuple(int(v) for v in values)
     if any(v < 0 or (v == 0 and not allow_zero) for v in values):
-        raise ValueError("The `%s` argument must be a tuple of %d %s integers. Received: %s=%r"
-                         % (name, n, what, name, value))
+        raise ValueError("The `%s` argument must be a tuple of %d %s integers. Received: %s=%s"
+                         % (name, n, what, name, short_repr(value)))
     return values
 
 
@@ -71,8 +72,8 @@ def normalize_padding(value, allowed=("valid", "same")):
     """
     padding = value.lower() if isinstance(value, str) else value
     if padding not in allowed:
-        raise ValueError("The `padding` argument must be one of %s. Received: padding=%r"
-                         % (", ".join('"%s"' % a for a in allowed), value))
+        raise ValueError("The `padding` argument must be one of %s. Received: padding=%s"
+                         % (", ".join('"%s"' % a for a in allowed), short_repr(value)))
     return padding
 
 
@@ -87,7 +88,7 @@ def normalize_data_format(value):
     data_format = value.lower() if isinstance(value, str) else value
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError("The `data_format` argument must be one of \"channels_first\", "
-                         "\"channels_last\". Received: data_format=%r" % (value,))
+                         "\"channels_last\". Received: data_format=%s" % (short_repr(value),))
     return data_format
 
 
@@ -129,7 +130,7 @@ def check_rate(rate, name="rate", layer="Dropout"):
     """
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
         raise ValueError("%s: invalid value received for argument `%s`. Expected a float value "
-                         "in [0, 1). Received: %s=%r" % (layer, name, name, rate))
+                         "in [0, 1). Received: %s=%s" % (layer, name, name, short_repr(rate)))
     return float(rate)
 
 
@@ -141,7 +142,7 @@ def check_positive_int(value, name, layer):
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError("%s: invalid value for argument `%s`. Expected a strictly positive "
-                         "integer. Received %s=%r" % (layer, name, name, value))
+                         "integer. Received %s=%s" % (layer, name, name, short_repr(value)))
     return int(value)
 
 

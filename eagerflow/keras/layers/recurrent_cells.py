@@ -30,6 +30,15 @@ def _dropout_mask(x, rate, seed):
     return ef.nn.dropout(ef.ones_like(x), rate, seed=seed)
 
 
+def _feature_dims(cell, input_shape):
+    """The input shape as a list, refusing inputs without a feature axis (rank 0 or unknown)."""
+    dims = TensorShape(input_shape).dims
+    if not dims:
+        raise ValueError("%s %s: inputs must have a feature axis ([batch, features]), got "
+                         "shape %s." % (type(cell).__name__, cell.name, TensorShape(input_shape)))
+    return TensorShape(input_shape).as_list()
+
+
 class _Cell(Layer):
     """Shared parts of the built-in cells: weights, dropout masks, config."""
 
@@ -86,7 +95,7 @@ class _Cell(Layer):
                                         constraint=self.bias_constraint)
 
     def build(self, input_shape):
-        dims = TensorShape(input_shape).as_list()
+        dims = _feature_dims(self, input_shape)
         if dims[-1] is None:
             raise ValueError("%s %s: the feature dimension of the inputs must be defined, got "
                              "shape %s." % (type(self).__name__, self.name, dims))
@@ -220,7 +229,7 @@ class LSTMCell(_Cell):
         return [self.units, self.units]
 
     def build(self, input_shape):
-        dims = TensorShape(input_shape).as_list()
+        dims = _feature_dims(self, input_shape)
         if dims[-1] is None:
             raise ValueError("LSTMCell %s: the feature dimension of the inputs must be "
                              "defined, got shape %s." % (self.name, dims))
@@ -304,7 +313,7 @@ class GRUCell(_Cell):
         self.reset_after = bool(reset_after)
 
     def build(self, input_shape):
-        dims = TensorShape(input_shape).as_list()
+        dims = _feature_dims(self, input_shape)
         if dims[-1] is None:
             raise ValueError("GRUCell %s: the feature dimension of the inputs must be defined, "
                              "got shape %s." % (self.name, dims))

@@ -19,6 +19,7 @@ import math
 import eagerflow as ef
 from eagerflow.keras.layers import layer_utils
 from eagerflow.keras.layers.base import InputSpec, Layer
+from eagerflow.errors import short_repr
 from eagerflow.tensor_shape import TensorShape
 
 __all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
@@ -38,7 +39,7 @@ def _in_training(training, noisy, inputs):
 
 def _check_seed(seed, layer):
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise ValueError("%s: seed must be an int or None, got %r." % (layer, seed))
+        raise ValueError("%s: seed must be an int or None, got %s." % (layer, short_repr(seed)))
     return seed
 
 
@@ -203,7 +204,7 @@ class GaussianNoise(Layer):
         super().__init__(**kwargs)
         if not stddev >= 0:
             raise ValueError("GaussianNoise: invalid value for argument `stddev`. Expected a "
-                             "float >= 0. Received: stddev=%r" % (stddev,))
+                             "float >= 0. Received: stddev=%s" % (short_repr(stddev),))
         self.stddev = float(stddev)
         self.seed = _check_seed(seed, "GaussianNoise")
         self.supports_masking = True

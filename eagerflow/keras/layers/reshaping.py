@@ -123,6 +123,7 @@ class Reshape(Layer):
         return self.target_shape
 
     def call(self, inputs):
+        inputs = ef.convert_to_tensor(inputs)
         target = self._resolve(inputs.shape)
         if all(d is not None for d in target):
             return ef.reshape(inputs, [-1] + list(target))

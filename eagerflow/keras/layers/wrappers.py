@@ -13,6 +13,7 @@ from __future__ import annotations
 import eagerflow as ef
 from eagerflow.keras.layers import layer_utils
 from eagerflow.keras.layers.base import InputSpec, Layer, _call_signature
+from eagerflow.errors import short_repr
 from eagerflow.tensor_shape import TensorShape
 
 __all__ = ["Bidirectional", "TimeDistributed", "Wrapper"]
@@ -99,8 +100,9 @@ class Bidirectional(Layer):
             raise ValueError("Bidirectional: please initialize with a recurrent layer (LSTM, "
                              "GRU, SimpleRNN or RNN). Received: layer=%r" % (layer,))
         if merge_mode not in _MERGE_MODES:
-            raise ValueError('Invalid merge mode. Received: merge_mode=%r. Merge mode should '
-                             'be one of {"sum", "mul", "ave", "concat", None}' % (merge_mode,))
+            raise ValueError('Invalid merge mode. Received: merge_mode=%s. Merge mode should '
+                             'be one of {"sum", "mul", "ave", "concat", None}'
+                             % (short_repr(merge_mode),))
         kwargs.setdefault("dtype", layer.dtype_policy)
         super().__init__(weights=weights, **kwargs)
         # The wrapped layers cast their own inputs; casting here too could lose precision.
@@ -111,6 +113,11 @@ class Bidirectional(Layer):
                                               go_backwards=not layer.go_backwards)
             self._custom_backward = False
         else:
+            if not isinstance(backward_layer, Layer) or not hasattr(backward_layer,
+                                                                    "go_backwards"):
+                raise ValueError("Bidirectional: backward_layer must be a recurrent layer "
+                                 "(LSTM, GRU, SimpleRNN or RNN). Received: backward_layer=%r"
+                                 % (backward_layer,))
             if backward_layer.go_backwards == layer.go_backwards:
                 raise ValueError("Bidirectional: backward_layer.go_backwards must be the "
                                  "opposite of layer.go_backwards (got %s for both)."

@@ -423,7 +423,9 @@ class EpochIterator:
                         "your dataset or generator can generate at least `steps_per_epoch * "
                         "epochs` batches. You may need to use the `.repeat()` function when "
                         "building your dataset.", stacklevel=2)
-                    self.exhausted = True
+                    # As Keras 3: the epoch ends early and the next one starts a new pass
+                    # over a dataset; a generator cannot start again, so training stops.
+                    self.exhausted = isinstance(self.adapter, GeneratorAdapter)
                     return
             yield step, batch
 

@@ -46,6 +46,20 @@ def _is_functional_call(args, kwargs):
     return False
 
 
+_FUNCTIONAL_SUBCLASSES = {}
+
+
+def _functional_subclass(cls, functional):
+    """``cls`` with Functional behind it in the MRO: its own methods first, then the graph's
+    call, build and config (made once per class)."""
+    made = _FUNCTIONAL_SUBCLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, functional), {"__module__": cls.__module__,
+                                                      "__qualname__": cls.__qualname__})
+        _FUNCTIONAL_SUBCLASSES[cls] = made
+    return made
+
+
 class Model(Trainer, base_layer.Layer):
     """A model: a Layer that trains, evaluates, predicts, saves and summarizes itself.
 
@@ -65,10 +79,15 @@ class Model(Trainer, base_layer.Layer):
     """
 
     def __new__(cls, *args, **kwargs):
-        if cls is Model and _is_functional_call(args, kwargs):
+        if _is_functional_call(args, kwargs):
             from eagerflow.keras.models.functional import Functional
 
-            return Functional.__new__(Functional)
+            if cls is Model:
+                return Functional.__new__(Functional)
+            if not issubclass(cls, Functional):
+                # A subclass made functionally (``CustomModel(inputs, outputs)``, with its own
+                # train_step): as Keras 3, it runs its graph like a Functional model.
+                return Functional.__new__(_functional_subclass(cls, Functional))
         return super().__new__(cls)
 
     def __init__(self, *args, **kwargs):

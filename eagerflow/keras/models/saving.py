@@ -47,7 +47,7 @@ import zipfile
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.io import atomic
+from eagerflow.io import atomic, untrusted
 from eagerflow.io import bundle
 from eagerflow.keras.models import weights_format as wf
 
@@ -147,20 +147,44 @@ def _read_any(filepath):
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise FileNotFoundError("No such weights file: %s" % filepath)
-    if zipfile.is_zipfile(filepath):
-        with zipfile.ZipFile(filepath) as archive:
-            try:
-                data = archive.read("model.weights")
-            except KeyError:
-                raise wf.WeightsFileError("%s is a zip file without model.weights: not a "
-                                          "model saved by eagerflow." % filepath) from None
-        return _read_bundle_bytes(data, "%s (model.weights)" % filepath)
-    with open(filepath, "rb") as f:
+    members = _zip_members(filepath, ("model.weights",))
+    if members is not None:
+        if "model.weights" not in members:
+            raise wf.WeightsFileError("%s is a zip file without model.weights: not a "
+                                      "model saved by eagerflow." % filepath)
+        return _read_bundle_bytes(members["model.weights"], "%s (model.weights)" % filepath)
+    with untrusted.open_regular(filepath) as f:
         legacy = f.read(len(wf.MAGIC)) == wf.MAGIC
     if legacy:  # written by an older eagerflow; still safe to read (no pickle)
         return wf.read_file(filepath)
     reader = bundle.BundleReader(filepath)
     return reader.read_all(), reader.metadata
+
+
+# Per-member limits of a .keras archive: configuration is small; weights are stored
+# uncompressed, so their limit is the compression-ratio check of untrusted.read_zip_member.
+_MEMBER_LIMITS = {"metadata.json": 1 << 20, "config.json": 64 << 20,
+                  "model.weights": 1 << 40}
+
+
+def _zip_members(filepath, names):
+    """``{name: bytes}`` of the members ``names`` present in the zip file ``filepath``, or
+    None when it is not a zip file. Only a regular file is opened; each member is read
+    within its size and compression-ratio limits."""
+    with untrusted.open_regular(filepath) as f:
+        if not zipfile.is_zipfile(f):
+            return None
+        f.seek(0)
+        try:
+            archive = zipfile.ZipFile(f)
+        except Exception as exc:  # noqa: BLE001 - BadZipFile, struct/overflow errors...
+            raise errors.DataLossError(None, None, "%s is a damaged zip archive (%s)." % (
+                filepath, str(exc)[:200])) from None
+        with archive:
+            present = set(archive.namelist())
+            return {name: untrusted.read_zip_member(archive, name, filepath,
+                                                    _MEMBER_LIMITS.get(name, 1 << 20))
+                    for name in names if name in present}
 
 
 def _read_bundle_bytes(data, where):
@@ -334,17 +358,20 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise FileNotFoundError("No such file: %s" % filepath)
-    if not zipfile.is_zipfile(filepath):
-        raise ValueError("%s is not a .keras model file (not a zip archive). Weights-only "
-                         "files are loaded with model.load_weights()." % filepath)
-    with zipfile.ZipFile(filepath) as archive:
-        names = set(archive.namelist())
-        if "config.json" not in names or "model.weights" not in names:
-            raise ValueError("%s is a zip file but not a model saved by eagerflow (it lacks "
-                             "config.json or model.weights)." % filepath)
-        config = json.loads(archive.read("config.json").decode("utf-8"))
-        data = archive.read("model.weights")
-    tensors, _ = _read_bundle_bytes(data, "%s (model.weights)" % filepath)
+    members = _zip_members(filepath, ("config.json", "model.weights"))
+    if members is None:
+        raise errors.InvalidArgumentError(
+            None, None, "%s is not a .keras model file (not a zip archive). Weights-only "
+            "files are loaded with model.load_weights()." % filepath)
+    if len(members) != 2:
+        raise errors.InvalidArgumentError(
+            None, None, "%s is a zip file but not a model saved by eagerflow (it lacks "
+            "config.json or model.weights)." % filepath)
+    config = untrusted.json_loads(members["config.json"], "%s (config.json)" % filepath)
+    if not isinstance(config, dict):
+        raise errors.DataLossError(None, None, "%s (config.json): not a model config (a "
+                                   "JSON object)." % filepath)
+    tensors, _ = _read_bundle_bytes(members["model.weights"], "%s (model.weights)" % filepath)
     model = deserialize_model(config, custom_objects=custom_objects, compile=compile,
                               safe_mode=safe_mode)
     if not model.weights and any(not k.startswith("optimizer/") for k in tensors):
@@ -384,5 +411,8 @@ def model_from_json(json_string, custom_objects=None):
         >>> keras.models.model_from_json(m.to_json()).count_params()
         8
     """
-    return deserialize_model(json.loads(json_string), custom_objects=custom_objects,
-                             compile=False)
+    config = untrusted.json_loads(json_string, "the model JSON")
+    if not isinstance(config, dict):
+        raise errors.InvalidArgumentError(None, None, "model_from_json: expected a JSON "
+                                          "object, got %s." % type(config).__name__)
+    return deserialize_model(config, custom_objects=custom_objects, compile=False)

@@ -38,7 +38,8 @@ import struct
 
 import numpy as np
 
-from eagerflow.io import atomic
+from eagerflow import errors
+from eagerflow.io import atomic, untrusted
 
 __all__ = ["write_file", "read_file", "write_stream", "read_stream", "WeightsFileError",
            "MAGIC", "FORMAT_VERSION"]
@@ -48,7 +49,7 @@ FORMAT_VERSION = 1
 _ALIGN = 64
 
 
-class WeightsFileError(ValueError):
+class WeightsFileError(errors.DataLossError, ValueError):
     """A weights file that is not eagerflow's format, or is truncated or corrupt."""
 
 
@@ -62,9 +63,13 @@ def _numpy_dtype(name, where):
     import eagerflow as ef
 
     try:
-        return np.dtype(ef.as_dtype(name).as_numpy_dtype).newbyteorder("<")
-    except (TypeError, ValueError) as exc:
-        raise WeightsFileError("%s: unknown dtype %r (%s)." % (where, name, exc)) from None
+        dtype = np.dtype(ef.as_dtype(name).as_numpy_dtype).newbyteorder("<")
+    except Exception as exc:  # noqa: BLE001 - whatever a header holds in place of a name
+        raise WeightsFileError("%s: unknown dtype %.60r (%s)." % (where, name, exc)) from None
+    if dtype.kind not in "biufc" and dtype.name != "bfloat16":
+        raise WeightsFileError("%s: dtype %s is not a numeric dtype (weights files hold "
+                               "numbers only)." % (where, dtype))
+    return dtype
 
 
 def _pad(n):
@@ -111,19 +116,28 @@ def write_stream(stream, named_arrays, metadata=None):
         stream.write(b"\0" * _pad(len(data)))
 
 
-def read_stream(stream, where="weights file"):
+def read_stream(stream, where="weights file", size=None):
     """Reads and verifies the format from a binary stream.
 
+    Every size the header declares is checked against the bytes present before anything of
+    that size is read or allocated.
+
     Args:
-        stream: A readable binary file object positioned at the start.
+        stream: A readable, seekable binary file object positioned at the start.
         where: How to name the source in errors (the path).
+        size: The stream's length in bytes (found by seeking when omitted).
 
     Returns:
         ``(tensors, metadata)``: an ordered dict name -> numpy array, and the header metadata.
 
     Raises:
-        WeightsFileError: For a wrong magic/version, truncation or a checksum mismatch.
+        WeightsFileError: For a wrong magic/version, truncation, a checksum mismatch or a
+            malformed header (a ``DataLossError`` and a ``ValueError``).
     """
+    if size is None:
+        start = stream.tell()
+        size = stream.seek(0, io.SEEK_END) - start
+        stream.seek(start)
     head = stream.read(16)
     if len(head) < 16 or head[:8] != MAGIC:
         raise WeightsFileError(
@@ -131,28 +145,39 @@ def read_stream(stream, where="weights file"):
             "TensorFlow checkpoint, which eagerflow does not read; save it again with "
             "eagerflow's save_weights." % (where, head[:8]))
     (length,) = struct.unpack("<Q", head[8:16])
+    if length > size - 16:
+        raise WeightsFileError("%s is truncated or corrupt: its header should be %d bytes, "
+                               "only %d are present." % (where, length, size - 16))
     raw = stream.read(length)
     if len(raw) != length:
         raise WeightsFileError("%s is truncated: its header should be %d bytes, only %d are "
                                "present." % (where, length, len(raw)))
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WeightsFileError("%s has a corrupt header: %s" % (where, exc)) from None
-    if header.get("format") != "eagerflow.weights":
-        raise WeightsFileError("%s: unknown format %r." % (where, header.get("format")))
+        header = untrusted.json_loads(raw, where)
+    except errors.DataLossError as exc:
+        raise WeightsFileError("%s has a corrupt header: %s" % (where, exc.message)) from None
+    if not isinstance(header, dict) or header.get("format") != "eagerflow.weights":
+        raise WeightsFileError("%s: unknown format %r." % (
+            where, header.get("format") if isinstance(header, dict) else type(header)))
     if header.get("version") != FORMAT_VERSION:
         raise WeightsFileError("%s was written in format version %r; this eagerflow reads "
                                "version %d." % (where, header.get("version"), FORMAT_VERSION))
+    data_bytes, entries = header.get("data_bytes"), header.get("tensors")
+    data_start = 16 + length + _pad(16 + length)
+    if data_bytes.__class__ is not int or data_bytes < 0 or not isinstance(entries, list):
+        raise WeightsFileError("%s has a corrupt header (data_bytes %r)." % (
+            where, data_bytes))
+    if data_start + data_bytes != size:
+        raise WeightsFileError("%s is truncated or corrupt: %d data bytes expected, %d "
+                               "present." % (where, data_bytes, max(size - data_start, 0)))
     stream.read(_pad(16 + length))
-    data = stream.read(header["data_bytes"] + 1)
-    if len(data) > header["data_bytes"]:
-        raise WeightsFileError("%s has %d unexpected bytes after its data (corrupt or "
-                               "concatenated file)." % (where, len(data) - header["data_bytes"]))
+    data = stream.read(data_bytes)
+    if len(data) != data_bytes:
+        raise WeightsFileError("%s is truncated: %d data bytes expected, %d present."
+                               % (where, data_bytes, len(data)))
     tensors = {}
-    for entry in header["tensors"]:
-        name = entry["name"]
-        start, nbytes = entry["offset"], entry["nbytes"]
+    for entry in entries:
+        name, start, nbytes, shape, digest = _entry_fields(entry, where)
         chunk = data[start:start + nbytes]
         if len(chunk) != nbytes:
             raise WeightsFileError(
@@ -162,22 +187,33 @@ def read_stream(stream, where="weights file"):
         if padding.strip(b"\0"):
             raise WeightsFileError("%s is corrupt: the padding after tensor %r is not zero."
                                    % (where, name))
-        if hashlib.sha256(chunk).hexdigest() != entry["sha256"]:
+        if hashlib.sha256(chunk).hexdigest() != digest:
             raise WeightsFileError("%s is corrupt: the checksum of tensor %r does not match "
-                                   "(sha256 %s expected)." % (where, name, entry["sha256"]))
-        dtype = _numpy_dtype(entry["dtype"], "%s, tensor %r" % (where, name))
-        shape = tuple(entry["shape"])
-        expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                                   "(sha256 %s expected)." % (where, name, digest))
+        dtype = _numpy_dtype(entry.get("dtype"), "%s, tensor %r" % (where, name))
+        expected = dtype.itemsize
+        for d in shape:  # Python ints: no wrap-around
+            expected *= d
         if expected != nbytes:
             raise WeightsFileError("%s is corrupt: tensor %r of shape %s and dtype %s should "
                                    "take %d bytes, the header says %d."
                                    % (where, name, shape, entry["dtype"], expected, nbytes))
         array = np.frombuffer(chunk, dtype=dtype).reshape(shape)
         tensors[name] = array.astype(array.dtype.newbyteorder("="), copy=True)
-    if len(data) != header["data_bytes"]:
-        raise WeightsFileError("%s is truncated: %d data bytes expected, %d present."
-                               % (where, header["data_bytes"], len(data)))
-    return tensors, header.get("metadata", {})
+    metadata = header.get("metadata", {})
+    return tensors, metadata if isinstance(metadata, dict) else {}
+
+
+def _entry_fields(entry, where):
+    fields = (entry.get("name"), entry.get("offset"), entry.get("nbytes"),
+              entry.get("shape"), entry.get("sha256")) if isinstance(entry, dict) else ()
+    if not fields or not isinstance(fields[0], str) or any(
+            v.__class__ is not int or v < 0 for v in fields[1:3]) or not isinstance(
+            fields[3], list) or len(fields[3]) > 64 or any(
+            d.__class__ is not int or d < 0 for d in fields[3]) or not isinstance(
+            fields[4], str):
+        raise WeightsFileError("%s has a corrupt tensor entry %.200r." % (where, entry))
+    return fields[0], fields[1], fields[2], tuple(fields[3]), fields[4]
 
 
 def write_file(path, named_arrays, metadata=None):
@@ -193,10 +229,10 @@ def read_file(path):
         FileNotFoundError: If the file does not exist.
         WeightsFileError: If it is not a valid weights file.
     """
-    with open(path, "rb") as f:
-        return read_stream(f, where=os.fspath(path))
+    with untrusted.open_regular(path) as f:
+        return read_stream(f, where=os.fspath(path), size=os.fstat(f.fileno()).st_size)
 
 
 def read_bytes(data, where):
     """:func:`read_stream` over bytes in memory."""
-    return read_stream(io.BytesIO(data), where=where)
+    return read_stream(io.BytesIO(data), where=where, size=len(data))

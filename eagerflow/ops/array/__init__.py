@@ -103,7 +103,8 @@ def _scalar_axis(axis, op):
         values = ()
     if len(values) != 1:
         raise errors.InvalidArgumentError(
-            None, op, "%s: axis must be an int (or a 1-element list), got %r." % (op, axis))
+            None, op, "%s: axis must be an int (or a 1-element list), got %s."
+            % (op, errors.short_repr(axis)))
     return values[0]
 
 

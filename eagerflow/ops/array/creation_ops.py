@@ -652,8 +652,8 @@ def linspace(start, stop, num, name=None, axis=0):
     """Generates ``num`` evenly spaced values from ``start`` to ``stop`` (inclusive).
 
     ``start`` and ``stop`` may be N-D (they broadcast); the values run along ``axis`` of the
-    result. The last value is exactly ``stop``. Integer inputs are rejected, as TF's kernel
-    does; pass floats. The result is differentiable in ``start`` and ``stop``.
+    result. The last value is exactly ``stop``. Integer bounds give float64 values, as in TF.
+    The result is differentiable in ``start`` and ``stop``.
 
     Args:
         start: Floating Tensor or value: the first value(s).
@@ -678,8 +678,26 @@ def linspace(start, stop, num, name=None, axis=0):
     if num < 1:
         raise errors.InvalidArgumentError(
             None, "LinSpace", "linspace: num must be >= 1, got %d." % num)
+    start, stop = _linspace_float_bounds(start, stop)
     return execute(LINSPACE, (start, stop), {"num": num, "axis": _scalar_int(
         axis, "linspace", "axis")})
+
+
+def _linspace_float_bounds(start, stop):
+    """Integer bounds (``linspace(-2, 2, 201)``) compute in float64, as TF's linspace (its
+    spacing is an integer tensor divided by truediv); floating bounds keep their dtype."""
+    from eagerflow.tensor import convert_to_tensor
+
+    start_dtype = getattr(start, "dtype", None)
+    if start_dtype is None:
+        start = convert_to_tensor(start)
+        start_dtype = start.dtype
+    if not d.as_dtype(start_dtype).is_integer:
+        return start, stop
+    stop_dtype = getattr(stop, "dtype", None)
+    if stop_dtype is None:
+        stop = convert_to_tensor(stop, dtype=start_dtype)
+    return cast(start, "float64"), cast(stop, "float64")
 
 
 # --- Composites: meshgrid, sequence_mask ------------------------------------------------------

@@ -290,6 +290,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         target = given.dtype
     elif target is None:
         target = d.float32
+    if target is d.string:
+        raise errors.UnimplementedError(
+            None, "OneHot", "one_hot: string on_value/off_value are not supported; one-hot "
+            "encode to numbers and gather the strings.")
     attrs = {
         "depth": _static_int(depth, "depth", "OneHot"),
         "on_value": on.numpy().item() if on is not None else target.np_dtype.type(1).item(),

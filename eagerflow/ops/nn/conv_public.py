@@ -69,8 +69,12 @@ def _output_shape(output_shape, input, filters, nd, data_format, op, depthwise=F
         raise _bad(op, "output_shape must be a list of ints or a 1-D int tensor, got %r."
                    % (output_shape,)) from None
     if len(shape) == nd:
-        batch = _shape_of(input)[0]
-        channels = _shape_of(filters)[nd]
+        in_shape, f_shape = _shape_of(input), _shape_of(filters)
+        if len(in_shape) != nd + 2 or len(f_shape) != nd + 2:
+            raise _bad(op, "input and filters must have rank %d, got shapes %s and %s."
+                       % (nd + 2, list(in_shape), list(f_shape)))
+        batch = in_shape[0]
+        channels = f_shape[nd]
         shape = from_channels_last((batch,) + shape + (channels,), data_format)
     elif len(shape) != nd + 2:
         raise _bad(op, "output_shape must have %d entries (or %d spatial sizes), got %s."

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.errors import short_repr
 
 __all__ = []
 
@@ -53,9 +54,9 @@ def check_window_attrs(nd, strides, dilations, padding, data_format):
         raise _err("only 1 to 3 spatial dimensions are supported, got %d (strides %s)."
                    % (nd, list(strides)))
     if data_format not in FORMATS[nd]:
-        raise _err("data_format %r is not valid for %d spatial dimension(s); use %r "
+        raise _err("data_format %s is not valid for %d spatial dimension(s); use %r "
                    "(channels last) or %r (channels first)."
-                   % (data_format, nd, FORMATS[nd][0], FORMATS[nd][1]))
+                   % (short_repr(data_format), nd, FORMATS[nd][0], FORMATS[nd][1]))
     for what, values in (("strides", strides), ("dilations", dilations)):
         if len(values) != nd or any(int(v) < 1 for v in values):
             raise _err("%s must be %d positive ints (one per spatial dimension), got %s."
@@ -63,7 +64,7 @@ def check_window_attrs(nd, strides, dilations, padding, data_format):
     if isinstance(padding, str):
         if padding not in ("SAME", "VALID"):
             raise _err("padding must be 'SAME', 'VALID' or explicit [before, after] pairs, "
-                       "got %r." % (padding,))
+                       "got %s." % (short_repr(padding),))
     elif len(padding) != nd or any(len(p) != 2 or p[0] < 0 or p[1] < 0 for p in padding):
         raise _err("explicit padding must be %d non-negative [before, after] pairs (one per "
                    "spatial dimension), got %s." % (nd, [list(p) for p in padding]))
@@ -260,7 +261,8 @@ def normalize_ints(value, nd, what, data_format, op, default=1):
     try:
         values = tuple(int(v) for v in value)
     except (TypeError, ValueError):
-        raise _bad(op, "%s must be an int or a list of ints, got %r." % (what, value)) from None
+        raise _bad(op, "%s must be an int or a list of ints, got %s."
+                   % (what, short_repr(value))) from None
     if len(values) == 1:
         return values * nd
     if len(values) == nd:
@@ -283,14 +285,14 @@ def normalize_padding(padding, nd, data_format, op):
         if upper in ("SAME", "VALID"):
             return upper
         raise _bad(op, "padding must be 'SAME', 'VALID' or a list of [before, after] pairs, "
-                   "got %r." % (padding,))
+                   "got %s." % (short_repr(padding),))
     if hasattr(padding, "numpy") or isinstance(padding, np.ndarray):
         padding = np.asarray(padding).tolist()
     try:
         pairs = tuple(tuple(int(v) for v in pair) for pair in padding)
     except (TypeError, ValueError):
         raise _bad(op, "padding must be 'SAME', 'VALID' or a list of [before, after] pairs, "
-                   "got %r." % (padding,)) from None
+                   "got %s." % (short_repr(padding),)) from None
     if len(pairs) == nd + 2:
         first = data_format in CHANNELS_FIRST
         outer = (pairs[0], pairs[1]) if first else (pairs[0], pairs[-1])
@@ -315,8 +317,8 @@ def normalize_format(data_format, nd, op, generic=False):
         return data_format
     if generic and isinstance(data_format, str) and data_format.startswith("N"):
         return FORMATS[nd][1 if data_format.startswith("NC") else 0]
-    raise _bad(op, "data_format must be %r or %r, got %r."
-               % (FORMATS[nd][0], FORMATS[nd][1], data_format))
+    raise _bad(op, "data_format must be %r or %r, got %s."
+               % (FORMATS[nd][0], FORMATS[nd][1], short_repr(data_format)))
 
 
 def spatial_rank(x, op):

@@ -128,7 +128,8 @@ def _shape_attr(shape, op_name):
     if isinstance(shape, (list, tuple)) and any(
             isinstance(s, (float, np.floating)) for s in shape):
         raise errors.InvalidArgumentError(
-            None, op_name, "%s: shape must be a list of ints, got %r." % (op_name, shape))
+            None, op_name, "%s: shape must be a list of ints, got %s."
+            % (op_name, errors.short_repr(shape)))
     dims = static_shape(shape, op_name)
     if any(s < 0 for s in dims):
         raise errors.InvalidArgumentError(
@@ -185,8 +186,8 @@ def _num_samples(num_samples, op_name):
         n = operator.index(num_samples)
     except TypeError:
         raise errors.InvalidArgumentError(
-            None, op_name, "%s: num_samples must be an integer, got %r"
-            % (op_name, num_samples)) from None
+            None, op_name, "%s: num_samples must be an integer, got %s"
+            % (op_name, errors.short_repr(num_samples))) from None
     if n < 0:
         raise errors.InvalidArgumentError(
             None, op_name, "%s: num_samples must be >= 0, got %d" % (op_name, n))

@@ -160,6 +160,9 @@ class Generator:
             if state is not None or alg is not None:
                 raise errors.InvalidArgumentError(
                     None, "Generator", "Generator(copy_from=...) takes no state or alg.")
+            if not isinstance(copy_from, Generator):
+                raise TypeError("Generator: copy_from must be a Generator, got %s."
+                                % errors.short_repr(copy_from))
             self._alg = copy_from.algorithm
             self._make_variable(copy_from._read_state())
             return

@@ -145,17 +145,36 @@ def set_seed(seed):
         >>> bool((ef.random.uniform([2]).numpy() == a.numpy()).all())
         True
     """
-    if seed is None:
-        seed_int = None
-    else:
-        try:
-            seed_int = operator.index(seed)
-        except TypeError:
-            seed_int = int(np.asarray(getattr(seed, "numpy", lambda: seed)()))
+    seed_int = None if seed is None else seed_value(seed, "random.set_seed")
     with _seeds.lock:
         _seeds.global_seed = seed_int
         _seeds.rng = None if seed_int is None else _pyrandom.Random(seed_int)
     _streams.clear()
+
+
+def seed_value(seed, op):
+    """A seed as a Python int: ints, integer numpy scalars and scalar integer tensors.
+
+    Raises:
+        TypeError: For anything else (floats, objects, strings, non-scalar tensors), naming
+            ``op``.
+    """
+    value = seed
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        try:
+            value = value.numpy()
+        except Exception:  # noqa: BLE001 - a symbolic tensor has no value: refused below
+            pass
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError("%s: seed must be an integer (or None), got %s. Seeds are Python ints; "
+                    "for a seed that is a tensor use the stateless ops (seed=[a, b])."
+                    % (op, errors.short_repr(seed)))
 
 
 def get_global_seed():
@@ -175,7 +194,7 @@ def _trace_op_seed():
     return n
 
 
-def get_seed(op_seed):
+def get_seed(op_seed, op="random op"):
     """The (seed, seed2) pair a random op should use given its own ``seed`` argument.
 
     Implements the four cases of :func:`set_seed`. Returns ``(None, None)`` when neither
@@ -183,14 +202,14 @@ def get_seed(op_seed):
 
     Args:
         op_seed: The operation's seed (an int) or None.
+        op: The public name of the op, for the error a bad seed raises.
 
     Returns:
         A pair of ints in [0, 2**31 - 1), or ``(None, None)``.
     """
     global_seed = _seeds.global_seed
     if op_seed is not None:
-        op_seed = operator.index(op_seed) if not hasattr(op_seed, "numpy") \
-            else int(op_seed.numpy())
+        op_seed = seed_value(op_seed, op)
     if global_seed is not None:
         if op_seed is None:
             if context.state.trace is not None:
@@ -208,8 +227,8 @@ def get_seed(op_seed):
     return seeds
 
 
-def _stateful_attrs(seed, **attrs):
-    seed1, seed2 = get_seed(seed)
+def _stateful_attrs(seed, op, **attrs):
+    seed1, seed2 = get_seed(seed, op)
     attrs["seed"] = seed1 or 0
     attrs["seed2"] = seed2 or 0
     if context.state.trace is not None:
@@ -349,7 +368,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=d.float32, seed=None, name=None):
         TensorShape([2, 3])
     """
     dtype = _dtype_in(dtype, _UNIFORM_DTYPES, "random.normal")
-    attrs = _stateful_attrs(seed, shape=_shape_attr(shape, "RandomStandardNormal"),
+    attrs = _stateful_attrs(seed, "random.normal", shape=_shape_attr(shape, "RandomStandardNormal"),
                             dtype=dtype.name)
     return _scale_shift(execute(RANDOM_STANDARD_NORMAL, (), attrs), stddev, mean, dtype)
 
@@ -377,8 +396,8 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=d.float32, seed=None, na
         True
     """
     dtype = _dtype_in(dtype, _UNIFORM_DTYPES, "random.truncated_normal")
-    attrs = _stateful_attrs(seed, shape=_shape_attr(shape, "TruncatedNormal"),
-                            dtype=dtype.name)
+    attrs = _stateful_attrs(seed, "random.truncated_normal",
+                            shape=_shape_attr(shape, "TruncatedNormal"), dtype=dtype.name)
     return _scale_shift(execute(TRUNCATED_NORMAL, (), attrs), stddev, mean, dtype)
 
 
@@ -422,9 +441,11 @@ def uniform(shape, minval=0, maxval=None, dtype=d.float32, seed=None, name=None)
         from eagerflow.tensor import convert_to_tensor
 
         bounds = (convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype))
-        attrs = _stateful_attrs(seed, shape=_shape_attr(shape, "RandomUniformInt"))
+        attrs = _stateful_attrs(seed, "random.uniform",
+                                shape=_shape_attr(shape, "RandomUniformInt"))
         return execute(RANDOM_UNIFORM_INT, bounds, attrs)
-    attrs = _stateful_attrs(seed, shape=_shape_attr(shape, "RandomUniform"), dtype=dtype.name)
+    attrs = _stateful_attrs(seed, "random.uniform", shape=_shape_attr(shape, "RandomUniform"),
+                            dtype=dtype.name)
     return _stretch(execute(RANDOM_UNIFORM, (), attrs), minval, maxval, dtype)
 
 
@@ -450,7 +471,8 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
         >>> s.numpy().tolist()
         [[1, 1, 1, 1]]
     """
-    attrs = _stateful_attrs(seed, num_samples=_num_samples(num_samples, "Multinomial"),
+    attrs = _stateful_attrs(seed, "random.categorical",
+                            num_samples=_num_samples(num_samples, "Multinomial"),
                             output_dtype=_output_dtype(dtype, "Multinomial"))
     return execute(MULTINOMIAL, (logits,), attrs)
 
@@ -471,7 +493,7 @@ def shuffle(value, seed=None, name=None):
         >>> sorted(ef.random.shuffle([1, 2, 3, 4], seed=5).numpy().tolist())
         [1, 2, 3, 4]
     """
-    return execute(RANDOM_SHUFFLE, (value,), _stateful_attrs(seed))
+    return execute(RANDOM_SHUFFLE, (value,), _stateful_attrs(seed, "random.shuffle"))
 
 
 def gamma(shape, alpha, beta=None, dtype=d.float32, seed=None, name=None):
@@ -507,7 +529,7 @@ def gamma(shape, alpha, beta=None, dtype=d.float32, seed=None, name=None):
     both = np.broadcast_shapes(tuple(alpha.shape.as_list()), tuple(beta.shape.as_list()))
     if tuple(alpha.shape.as_list()) != both:
         alpha = broadcast_to(alpha, both)
-    attrs = _stateful_attrs(seed, shape=_shape_attr(shape, "RandomGamma"))
+    attrs = _stateful_attrs(seed, "random.gamma", shape=_shape_attr(shape, "RandomGamma"))
     samples = arithmetic.truediv(execute(RANDOM_GAMMA, (alpha,), attrs), beta)
     tiny = convert_to_tensor(np.finfo(dtype.np_dtype).tiny, dtype=dtype)
     return arithmetic.where(arithmetic.less(samples, tiny), tiny, samples)

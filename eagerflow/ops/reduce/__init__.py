@@ -123,8 +123,8 @@ def _axis_values(axis, op):
         return [operator.index(a) for a in axis]
     except TypeError:
         raise errors.InvalidArgumentError(
-            None, op, "%s: axis must be None, an int or a list of ints, got %r."
-            % (op, axis)) from None
+            None, op, "%s: axis must be None, an int or a list of ints, got %s."
+            % (op, errors.short_repr(axis))) from None
 
 
 def _normalize_axes(axis, rank, op):
@@ -155,7 +155,7 @@ def _single_axis(axis, rank, op):
     scalar = np.ndim(axis.numpy() if hasattr(axis, "numpy") else axis) == 0
     if len(values) != 1 or not scalar:
         raise errors.InvalidArgumentError(
-            None, op, "%s: axis must be a single int, got %r." % (op, axis))
+            None, op, "%s: axis must be a single int, got %s." % (op, errors.short_repr(axis)))
     a = values[0]
     if rank is None:
         return a

@@ -375,8 +375,24 @@ def _cond(pred, true_fn, false_fn, strict, name):
             "value is known at trace time: use a Python `if`." % _at_user_line())
     selector = _scalar_selector(pred, "cond(): pred")
     base = name or "cond"
-    return _build_branches("If", selector, [true_fn, false_fn],
-                           [base + "_true", base + "_false"], strict, "cond")
+    templates = []
+
+    def carrying(fn):
+        # TensorArrays in a branch's result travel as their tensors.
+        def run():
+            result = fn()
+            if not composite.has_composites(result):
+                return result
+            tensors, found = composite.to_tensors(result)
+            templates.append(found)
+            return tensors
+        return run
+
+    out = _build_branches("If", selector, [carrying(true_fn), carrying(false_fn)],
+                          [base + "_true", base + "_false"], strict, "cond")
+    if templates:
+        return composite.from_tensors(templates[0], out)
+    return out
 
 
 def switch_case(branch_index, branch_fns, default=None, name="switch_case"):

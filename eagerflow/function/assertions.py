@@ -71,7 +71,12 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's nam
         >>> x = ef.constant([1, 2])
         >>> ef.debugging.Assert(ef.reduce_all(x > 0), ["x must be positive:", x])
     """
-    summarize = 3 if summarize is None else int(summarize)
+    if summarize is None:
+        summarize = 3
+    elif isinstance(summarize, bool) or not isinstance(summarize, (int, np.integer)):
+        raise TypeError("Assert(): summarize must be an int (entries of each tensor to "
+                        "print), got %r." % (summarize,))
+    summarize = int(summarize)
     data = list(data) if isinstance(data, (list, tuple)) else [data]
     if _state.trace is None:
         if not bool(np.all(np.asarray(convert_to_tensor(condition).numpy()))):

@@ -165,3 +165,15 @@ def test_layers_name_the_bad_argument():
 def test_conv_transpose_with_a_bad_input_names_the_op():
     with pytest.raises(errors.InvalidArgumentError, match="rank 4"):
         ef.nn.conv2d_transpose(None, ef.ones([2, 2, 3, 2]), [4, 4], strides=1)
+
+
+def test_keras_identifiers_that_are_not_names_raise_value_error():
+    deep = _deep(5000)
+    keras = ef.keras
+    for get in (keras.initializers.get, keras.regularizers.get, keras.constraints.get,
+                keras.activations.get, keras.optimizers.get, keras.losses.get,
+                keras.metrics.get):
+        with pytest.raises(ValueError, match="Could not interpret"):
+            get(deep)
+    with pytest.raises(ValueError, match="Could not interpret initializer"):
+        keras.layers.LSTM(2, bias_initializer=deep)

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from eagerflow.errors import short_repr
 import eagerflow as ef
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "gelu", "elu", "selu",
@@ -380,6 +381,6 @@ def get(identifier):
         return deserialize(identifier)
     if callable(identifier):
         return identifier
-    raise ValueError("Could not interpret activation function identifier: %r (expected a "
-                     "name such as 'relu', or a callable)." % (identifier,))
+    raise ValueError("Could not interpret activation function identifier: %s (expected a "
+                     "name such as 'relu', or a callable)." % (short_repr(identifier),))
 

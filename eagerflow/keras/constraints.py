@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import eagerflow as ef
+from eagerflow.errors import short_repr
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "get", "serialize",
            "deserialize"]
@@ -226,4 +227,5 @@ def get(identifier, custom_objects=None):
         return cls() if isinstance(cls, type) else cls
     if callable(identifier):
         return identifier
-    raise ValueError("Could not interpret constraint identifier: %r." % (identifier,))
+    raise ValueError("Could not interpret constraint identifier: %s."
+                     % (short_repr(identifier),))

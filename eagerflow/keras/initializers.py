@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 import eagerflow as ef
+from eagerflow.errors import short_repr
 from eagerflow import dtypes as dtypes_lib
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
@@ -605,4 +606,5 @@ def get(identifier, custom_objects=None):
         return identifier()
     if callable(identifier):
         return identifier
-    raise ValueError("Could not interpret initializer identifier: %r." % (identifier,))
+    raise ValueError("Could not interpret initializer identifier: %s."
+                     % (short_repr(identifier),))

@@ -29,6 +29,7 @@ import math
 import re
 import warnings
 
+from eagerflow.errors import short_repr
 import eagerflow as ef
 
 __all__ = [
@@ -1192,5 +1193,5 @@ def get(identifier):
         obj = identifier
     if callable(obj):
         return obj() if inspect.isclass(obj) else obj
-    raise ValueError("Could not interpret loss identifier: %r. Known names: %s"
-                     % (identifier, sorted(ALL_OBJECTS_DICT)))
+    raise ValueError("Could not interpret loss identifier: %s. Known names: %s"
+                     % (short_repr(identifier), sorted(ALL_OBJECTS_DICT)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numbers
 
 import eagerflow as ef
+from eagerflow.errors import short_repr
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "OrthogonalRegularizer", "l1", "l2", "l1_l2",
            "orthogonal_regularizer", "get", "serialize", "deserialize"]
@@ -278,4 +279,5 @@ def get(identifier, custom_objects=None):
         return cls() if isinstance(cls, type) else cls
     if callable(identifier):
         return identifier
-    raise ValueError("Could not interpret regularizer identifier: %r." % (identifier,))
+    raise ValueError("Could not interpret regularizer identifier: %s."
+                     % (short_repr(identifier),))

@@ -13,6 +13,7 @@ Example:
 
 import inspect as _inspect
 
+from eagerflow.errors import short_repr
 from eagerflow.keras.layers.activation_layers import (  # noqa: F401
     ELU, LeakyReLU, PReLU, ReLU, Softmax,
 )
@@ -152,7 +153,8 @@ def get(identifier, custom_objects=None):
         return deserialize(identifier, custom_objects)
     if isinstance(identifier, str):
         return deserialize({"class_name": identifier, "config": {}}, custom_objects)
-    raise ValueError("Could not interpret layer identifier: %r." % (identifier,))
+    raise ValueError("Could not interpret layer identifier: %s."
+                     % (short_repr(identifier),))
 
 
 def __getattr__(name):

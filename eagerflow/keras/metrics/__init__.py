@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 
+from eagerflow.errors import short_repr
 from eagerflow.keras import losses as _losses
 from eagerflow.keras.metrics.accuracy import (
     Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
@@ -182,8 +183,8 @@ def get(identifier):
         obj = identifier
     if callable(obj):
         return obj() if inspect.isclass(obj) else obj
-    raise ValueError("Could not interpret metric identifier: %r. Known names: %s"
-                     % (identifier, sorted(ALL_OBJECTS_DICT)))
+    raise ValueError("Could not interpret metric identifier: %s. Known names: %s"
+                     % (short_repr(identifier), sorted(ALL_OBJECTS_DICT)))
 
 
 def _loss_kind(loss):

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+from eagerflow.errors import short_repr
 from eagerflow.keras.optimizers import schedules
 from eagerflow.keras.optimizers.adadelta import Adadelta
 from eagerflow.keras.optimizers.adagrad import Adagrad
@@ -116,6 +117,6 @@ def get(identifier):
         cls = _ALL.get(identifier.lower())
         if cls is not None and cls is not LossScaleOptimizer:
             return cls()
-    raise ValueError("Could not interpret optimizer identifier: %r. Use an Optimizer "
-                     "instance or one of %s."
-                     % (identifier, sorted(k for k in _ALL if k != "lossscaleoptimizer")))
+    raise ValueError("Could not interpret optimizer identifier: %s. Use an Optimizer "
+                     "instance or one of %s." % (short_repr(identifier), sorted(
+                         k for k in _ALL if k != "lossscaleoptimizer")))

@@ -11,7 +11,9 @@ program or another, reads the files instead of running the input.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import threading
 from contextlib import closing
 
@@ -152,7 +154,7 @@ class _Writer:
                                    for a in column])
             name = "chunk-%06d-%d.npy" % (number, i)
             np.save(os.path.join(self.directory, name), data, allow_pickle=False)
-            entry = {"file": name}
+            entry = {"file": name, "sha256": hashlib.sha256(data).hexdigest()}
             if all(s == shapes[0] for s in shapes):
                 entry["shape"] = shapes[0]
             else:
@@ -169,16 +171,35 @@ class _Writer:
         dtypes = self.dtypes or [s.dtype.name for s in structure.flatten(get_spec())]
         index = {"format": _FORMAT, "version": _VERSION, "dtypes": dtypes,
                  "chunks": self.chunks}
+        index["digest"] = _digest(index)
         with open(os.path.join(self.directory, _INDEX), "w") as f:
             json.dump(index, f)
 
 
-def _read(path, spec):
-    """Yields the elements of a finished cache directory."""
-    import json
+_CHUNK_NAME = re.compile(r"chunk-\d{6}-\d+\.npy\Z")
 
-    with open(os.path.join(path, _INDEX)) as f:
-        index = json.load(f)
+
+def _damaged(path, what):
+    return errors.DataLossError(None, "cache", "Dataset.cache: the cache in %r is damaged "
+                                "(%s). Delete the directory to rebuild it." % (path, what))
+
+
+def _read(path, spec):
+    """Yields the elements of a finished cache directory.
+
+    The directory is untrusted input (another program may have written it): the index is
+    size- and depth-checked JSON, chunk files must be plain names of this directory, and
+    every declared size is checked against the bytes present before it is used.
+    """
+    from eagerflow.io import untrusted
+
+    index = untrusted.json_loads(untrusted.read_regular(os.path.join(path, _INDEX),
+                                                        max_bytes=256 << 20), path)
+    if not isinstance(index, dict):
+        raise _damaged(path, "the index is not a JSON object")
+    digest = index.pop("digest", None)
+    if digest is not None and digest != _digest(index):
+        raise _damaged(path, "the index fails its checksum")
     leaves = structure.flatten(spec)
     stored = index.get("dtypes", [])
     if index.get("format") != _FORMAT or stored != [s.dtype.name for s in leaves]:
@@ -189,25 +210,83 @@ def _read(path, spec):
     pack = structure.packer(spec)
     wrap = structure.wrap_array
     np_dtypes = [dtypes_lib.as_dtype(name).np_dtype for name in stored]
-    for chunk in index["chunks"]:
-        columns = []
-        for entry, np_dtype in zip(chunk["components"], np_dtypes):
-            data = np.load(os.path.join(path, entry["file"]), allow_pickle=False)
-            data = data.view(np_dtype)
-            data.flags.writeable = False
-            columns.append(_split(data, entry, chunk["count"]))
-        for i in range(chunk["count"]):
+    chunks = index.get("chunks")
+    if not isinstance(chunks, list):
+        raise _damaged(path, "the index lists no chunks")
+    for chunk in chunks:
+        try:
+            count, components = chunk["count"], chunk["components"]
+            if count.__class__ is not int or count < 0 or len(components) != len(np_dtypes):
+                raise ValueError("a chunk of %r elements and %d components" % (
+                    count, len(components)))
+            columns = []
+            for entry, np_dtype in zip(components, np_dtypes):
+                data = _load_chunk(path, entry["file"], entry.get("sha256")).view(np_dtype)
+                data.flags.writeable = False
+                columns.append(_split(data, entry, count))
+        except errors.OpError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise _damaged(path, str(exc)[:200]) from None
+        for i in range(count):
             yield pack([wrap(column[i]) for column in columns])
 
 
+def _digest(index):
+    """The SHA-256 of an index's canonical JSON (without its own digest)."""
+    import json
+
+    return hashlib.sha256(json.dumps(index, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _load_chunk(path, name, sha256=None):
+    """The uint8 bytes of one chunk file, its header checked against its size first."""
+    from eagerflow.io import untrusted
+
+    if not isinstance(name, str) or not _CHUNK_NAME.match(name):
+        raise _damaged(path, "a chunk file is named %.80r" % (name,))
+    full = untrusted.check_inside(path, os.path.join(path, name))
+    with untrusted.open_regular(full) as f:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many kinds
+            raise _damaged(path, "%s: %s: %s" % (name, type(exc).__name__,
+                                                 str(exc)[:100])) from None
+        if dtype != np.uint8 or len(shape) != 1 or shape[0] != size - f.tell():
+            raise _damaged(path, "%s declares %s %s for %d bytes" % (
+                name, dtype, list(shape), size - f.tell()))
+        data = f.read(shape[0])
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise _damaged(path, "%s fails its checksum" % name)
+    return np.frombuffer(data, np.uint8)
+
+
 def _split(data, entry, count):
-    """Per-element views of one component's flat data."""
+    """Per-element views of one component's flat data (shapes checked: ValueError)."""
+    def dims(shape):
+        if not isinstance(shape, list) or not all(d.__class__ is int and d >= 0
+                                                  for d in shape):
+            raise ValueError("an element shape %.80r" % (shape,))
+        return shape
+
     if "shape" in entry:
-        stacked = data.reshape([count] + entry["shape"])
+        stacked = data.reshape([count] + dims(entry["shape"]))
         return [stacked[i, ...] for i in range(count)]
     out, offset = [], 0
-    for shape in entry["shapes"]:
-        size = int(np.prod(shape, dtype=np.int64))
+    shapes = entry["shapes"]
+    if not isinstance(shapes, list) or len(shapes) != count:
+        raise ValueError("%d element shapes for %d elements" % (len(shapes), count))
+    for shape in shapes:
+        size = 1
+        for d in dims(shape):  # Python ints: no wrap-around
+            size *= d
         out.append(data[offset:offset + size].reshape(shape))
         offset += size
+    if offset != data.size:
+        raise ValueError("%d values for elements of %d" % (data.size, offset))
     return out

@@ -23,7 +23,11 @@ instead of hanging in mismatched collectives.
 Optional lossy compression (``compression="fp16"`` or ``"bf16"``) casts float32/float64
 buckets to 16 bits for the transfer and back after it (Horovod's ``Compression.fp16``).
 It halves the bytes moved but rounds every gradient to 16 bits and sums in 16 bits; it is
-off by default.
+off by default. Measured here (``python -m eagerflow.benchmarks --filter mpi``, 2 ranks on
+one machine): the fp16 transfer was 7x *slower* than float32 (MPICH sums float16 in
+software), and the loss curve of the digits custom loop moved by at most 8.6e-5
+(relative, 12 steps). It can pay only where the network, not the reduction, is the
+bottleneck.
 
 Example:
     >>> import numpy as np

@@ -12,9 +12,12 @@ from eagerflow.train.checkpoint_management import (
     CheckpointManager,
     get_checkpoint_state,
     latest_checkpoint,
+    CheckpointReader,
     list_variables,
+    load_checkpoint,
     load_variable,
 )
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "CheckpointOptions",
-           "get_checkpoint_state", "latest_checkpoint", "list_variables", "load_variable"]
+           "CheckpointReader", "get_checkpoint_state", "latest_checkpoint", "list_variables",
+           "load_checkpoint", "load_variable"]

@@ -250,6 +250,61 @@ def load_variable(ckpt_dir_or_file, name):
     return reader.read(name)
 
 
+class CheckpointReader:
+    """Reads the tensors of one checkpoint by key (what ``tf.train.load_checkpoint`` returns).
+
+    Every tensor is verified against its checksum when read.
+
+    Example:
+        >>> import os, tempfile
+        >>> import eagerflow as ef
+        >>> m = ef.Module(); m.w = ef.Variable([1.0, 2.0])
+        >>> p = ef.train.Checkpoint(m=m).write(os.path.join(tempfile.mkdtemp(), "c"))
+        >>> reader = ef.train.load_checkpoint(p)
+        >>> reader.get_tensor("m/w/.ATTRIBUTES/VARIABLE_VALUE").tolist()
+        [1.0, 2.0]
+    """
+
+    def __init__(self, path):
+        self._path = checkpoint_lib.checkpoint_file(_resolve(path))
+        self._reader = bundle.BundleReader(self._path)
+
+    def has_tensor(self, key):
+        """Whether ``key`` names a tensor of the checkpoint."""
+        return key in self._reader
+
+    def get_tensor(self, key):
+        """The tensor ``key`` as a numpy array.
+
+        Raises:
+            NotFoundError: If the checkpoint has no such key.
+        """
+        if key not in self._reader:
+            raise errors.NotFoundError(
+                None, None, "Key %s not found in checkpoint %s; its keys are listed by "
+                "list_variables." % (key, self._path))
+        return self._reader.read(key)
+
+    def get_variable_to_shape_map(self):
+        """``{key: shape as a list}`` for every tensor."""
+        return {k: list(self._reader.entry(k).shape) for k in self._reader.keys()}
+
+    def get_variable_to_dtype_map(self):
+        """``{key: DType}`` for every tensor."""
+        from eagerflow import dtypes
+
+        return {k: dtypes.as_dtype(self._reader.entry(k).dtype) for k in self._reader.keys()}
+
+
+def load_checkpoint(ckpt_dir_or_file):
+    """A ``CheckpointReader`` for a checkpoint prefix, its file, or a directory's latest.
+
+    Raises:
+        NotFoundError, DataLossError: If the checkpoint is missing or corrupt.
+    """
+    return CheckpointReader(ckpt_dir_or_file)
+
+
 def _number(prefix):
     m = re.search(r"-(\d+)$", prefix)
     return int(m.group(1)) if m else -1

@@ -51,6 +51,8 @@ def test_keras_fit_equals_single_process(tmp_path, n):
         many = json.load(f)
     _assert_same_training(one, many)
     np.testing.assert_allclose(many["accuracy"], one["accuracy"], rtol=1e-5)
+    np.testing.assert_allclose(many["evaluate"], one["evaluate"], rtol=1e-5)
+    np.testing.assert_allclose(many["predict"], one["predict"], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -167,6 +167,8 @@ def _special_files(tmp):
         "legacy weights": "from eagerflow.keras.models import weights_format as wf\n"
                           "wf.read_file(PATH)",
         "checkpoint": "ef.train.Checkpoint(v=ef.Variable(1.0)).restore(PATH)",
+        "summary records": "from eagerflow.summary import records\n"
+                           "list(records.read_records(PATH))",
     }
     for kind, code in loaders.items():
         suffix = ".efckpt" if kind == "checkpoint" else ".keras" if kind == ".keras" else ""
@@ -277,8 +279,63 @@ def _saved_model_cases(tmp):
     return out, outside
 
 
+def _cache_cases(tmp):
+    """A dataset file cache written by someone else: escaping chunk names, lying headers,
+    a FIFO index."""
+    base = tmp / "cache_base"
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    list(ef.data.Dataset.from_tensor_slices(data).cache(str(base)))
+    index = json.loads((base / "index.json").read_text())
+    index.pop("digest", None)
+    chunk = index["chunks"][0]["components"][0]["file"]
+    read = ("ds = ef.data.Dataset.from_tensor_slices(np.zeros((4, 3), np.float32))"
+            ".cache(PATH)\nlist(ds)")
+    out = []
+
+    def variant(name, edit_index=None, edit_dir=None):
+        target = tmp / ("cache%d" % len(out))
+        shutil.copytree(base, target)
+        if edit_index is not None:
+            new = json.loads(json.dumps(index))
+            edit_index(new)
+            (target / "index.json").write_text(json.dumps(new))
+        if edit_dir is not None:
+            edit_dir(target)
+        out.append({"name": "data cache: " + name, "path": str(target), "code": read})
+
+    def escape(ix):
+        ix["chunks"][0]["components"][0]["file"] = "../outside_secret.bin"
+
+    variant("chunk file named ../", escape)
+    variant("element shape of 2**62", lambda ix: ix["chunks"][0]["components"][0].update(
+        shape=[2**62]))
+    variant("count of 2**62", lambda ix: ix["chunks"][0].update(count=2**62))
+    variant("index is a list", lambda ix: ix.clear() or ix.update(chunks=5))
+
+    def huge_header(d):
+        header = "{'descr': '|u1', 'fortran_order': False, 'shape': (%d,), }" % 2**60
+        (d / chunk).write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header) + 1)
+                                + header.encode() + b"\n")
+
+    variant("chunk header declaring 2**60 bytes", edit_dir=huge_header)
+
+    def fifo_index(d):
+        (d / "index.json").unlink()
+        os.mkfifo(d / "index.json")
+
+    variant("index is a FIFO", edit_dir=fifo_index)
+
+    def deep_index(d):
+        (d / "index.json").write_text("[" * 100000 + "]" * 100000)
+
+    variant("index nested 100000 deep", edit_dir=deep_index)
+    return out
+
+
 def test_hostile_sizes_and_headers(tmp_path):
-    cases = _bundle_cases(tmp_path) + _legacy_cases(tmp_path) + _keras_cases(tmp_path)
+    (tmp_path / "outside_secret.bin").write_bytes(b"secret")
+    cases = (_bundle_cases(tmp_path) + _legacy_cases(tmp_path) + _keras_cases(tmp_path)
+             + _cache_cases(tmp_path))
     results = run_cases(cases, tmp_path, memory_mb=MEMORY_MB, timeout=300)
     record("sizes and headers", results)
     # load_weights reads model.weights only: the bomb in config.json is never inflated.

@@ -66,7 +66,9 @@ class BackupAndRestore(Callback):
         """
         if not os.path.exists(self._state_path):
             return None
-        with open(self._state_path, "rb") as f:
+        from eagerflow.io import untrusted
+
+        with untrusted.open_regular(self._state_path) as f:  # a FIFO never blocks fit
             data = f.read(_MAX_STATE_BYTES + 1)
         try:
             state = json.loads(data.decode("utf-8")) if len(data) <= _MAX_STATE_BYTES else None

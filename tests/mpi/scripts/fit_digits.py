@@ -24,9 +24,14 @@ with strategy.scope():
                   loss=ef.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
 history = model.fit(x, y, batch_size=64, epochs=3, shuffle=False, verbose=0)
+evaluated = model.evaluate(x[:200], y[:200], batch_size=64, verbose=0)
+predicted = model.predict(x[:100], batch_size=64, verbose=0)
+assert predicted.shape == (100, 10), predicted.shape  # every worker gets all rows back
 if rank == 0:
     with open(sys.argv[1], "w") as f:
         json.dump({"losses": history.history["loss"],
                    "accuracy": history.history["accuracy"],
+                   "evaluate": [float(v) for v in evaluated],
+                   "predict": predicted.ravel().tolist(),
                    "weights": [w.ravel().tolist() for w in model.get_weights()]}, f)
 print("rank %d OK" % rank, flush=True)

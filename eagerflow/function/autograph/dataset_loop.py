@@ -35,11 +35,11 @@ class _DatasetSource:
         self.flat_spec = nest.flatten(self.spec)
 
         def start():
-            from eagerflow.data.dataset import DatasetIterator
-
+            # Runs when the graph runs (eagerly): the dataset's own __iter__ starts a pass,
+            # so this layer needs no import of the data library.
             with _LOCK:
                 handle = next(_HANDLES)
-                _PASSES[handle] = [DatasetIterator(dataset), None]
+                _PASSES[handle] = [iter(dataset), None]
             return handle
 
         self.handle = py_function(start, [], Tout=d.int64)

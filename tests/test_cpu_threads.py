@@ -143,9 +143,10 @@ def test_conv_kernels_equal_on_any_thread_count(threads, splits):
 
 
 def test_fused_regions_equal_on_any_thread_count_and_eager(threads, splits):
-    x = ef.constant(RNG.standard_normal((300, 500)).astype(np.float32))
-    b = ef.constant(RNG.standard_normal(500).astype(np.float32))
-    col = ef.constant(RNG.standard_normal((300, 1)).astype(np.float32))
+    # Above FUSED_MIN_ELEMENTS, so the fused region splits across threads.
+    x = ef.constant(RNG.standard_normal((1100, 1000)).astype(np.float32))
+    b = ef.constant(RNG.standard_normal(1000).astype(np.float32))
+    col = ef.constant(RNG.standard_normal((1100, 1)).astype(np.float32))
 
     def f(x):
         return ef.tanh(ef.nn.relu(x * 2.0 + b) - col) * x
@@ -157,7 +158,7 @@ def test_fused_regions_equal_on_any_thread_count_and_eager(threads, splits):
     np.testing.assert_allclose(outs[0], f(x).numpy(), rtol=1e-6, atol=1e-6)
     assert any(splits)
     # One leading row: the split goes along the next axis.
-    row = ef.constant(RNG.standard_normal((1, 200000)).astype(np.float32))
+    row = ef.constant(RNG.standard_normal((1, 1200000)).astype(np.float32))
     traced_row = ef.function(lambda x: ef.tanh(x * 2.0 + 1.0) * x)
     outs = _run_all(lambda: traced_row(row).numpy())
     for o in outs[1:]:
@@ -165,8 +166,8 @@ def test_fused_regions_equal_on_any_thread_count_and_eager(threads, splits):
 
 
 def test_variable_updates_in_function_use_the_cores(threads):
-    start = RNG.standard_normal((400, 400)).astype(np.float32)
-    grad = ef.constant(RNG.standard_normal((400, 400)).astype(np.float32))
+    start = RNG.standard_normal((1100, 1000)).astype(np.float32)
+    grad = ef.constant(RNG.standard_normal((1100, 1000)).astype(np.float32))
 
     def run(n):
         cpu_threads.set_threads(n)

@@ -776,13 +776,11 @@ class DatasetIterator:
         (0, 1)
     """
 
-    __slots__ = ("_dataset", "_gen", "_count", "_position", "__weakref__")
+    __slots__ = ("_dataset", "_gen", "__weakref__")
 
     def __init__(self, dataset):
         self._dataset = dataset
         self._gen = dataset._elements()
-        self._count = 0
-        self._position = None  # the checkpointed position, made on the first save
 
     def __iter__(self):
         return self
@@ -790,45 +788,7 @@ class DatasetIterator:
     def __next__(self):
         if _state.trace is not None:
             _refuse_in_trace()
-        position = self._position
-        if position is not None and int(position._value) != self._count:
-            self._seek(int(position._value))  # a checkpoint restore set another position
-        value = next(self._gen)
-        self._count += 1
-        return value
-
-    # -- checkpointing (``tf.train.Checkpoint(iterator=it)``) --------------------------------
-    def _checkpoint_dependencies(self):
-        """The iterator's state for a checkpoint: how many elements it has produced.
-
-        Restoring replays the pipeline from its start and skips that many elements, so the
-        next element is the one that followed at save time. This is exact for deterministic
-        pipelines (shuffles with a seed); TF saves its buffers instead.
-        """
-        from eagerflow.variables import Variable
-
-        if self._position is None:
-            self._position = Variable(np.int64(self._count), trainable=False,
-                                      name="iterator_position")
-        else:
-            self._position.assign(np.int64(self._count))
-        return {"position": self._position}
-
-    def _seek(self, count):
-        if count < 0:
-            raise errors.InvalidArgumentError(
-                None, "Iterator", "A restored iterator position must be >= 0, got %d." % count)
-        self._gen.close()
-        self._gen = self._dataset._elements()
-        for done in range(count):
-            try:
-                next(self._gen)
-            except StopIteration:
-                raise errors.OutOfRangeError(
-                    None, "Iterator", "The restored iterator position %d is past the end of "
-                    "the dataset (%d elements): the checkpoint was saved from another "
-                    "pipeline." % (count, done)) from None
-        self._count = count
+        return next(self._gen)
 
     next = __next__
 

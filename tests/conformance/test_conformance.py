@@ -33,7 +33,6 @@ XFAIL = {
     ),
     "function.tensor_array": "tf.TensorArray is not implemented",
     "math.bincount_histogram": "tf.math.bincount is not implemented",
-    "tensors.sparse_to_dense": "tf.sparse / SparseTensor are not exported",
     "saving.latest_checkpoint": "Checkpoint.save does not update the 'checkpoint' state file, so "
     "tf.train.latest_checkpoint(dir) returns None",
 }

@@ -54,20 +54,6 @@ def test_relative_manager_directory_resumes_in_the_next_process(tmp_path):
     assert 'model_checkpoint_path: "ckpt-3"' in state
 
 
-def test_iterator_position_saves_and_restores(tmp_path):
-    ds = ef.data.Dataset.range(10).map(lambda x: x * 2)
-    it = iter(ds)
-    assert [int(next(it)) for _ in range(3)] == [0, 2, 4]
-    path = ef.train.Checkpoint(iterator=it).save(str(tmp_path / "it"))
-    assert int(next(it)) == 6
-    fresh = iter(ds)
-    ef.train.Checkpoint(iterator=fresh).restore(path).assert_consumed()
-    assert [int(x) for x in fresh] == [6, 8, 10, 12, 14, 16, 18]
-    # The iterator it was saved from rewinds too when restored.
-    ef.train.Checkpoint(iterator=it).restore(path)
-    assert int(next(it)) == 6
-
-
 def test_load_checkpoint_and_list_variables(tmp_path):
     class Net(ef.Module):
         def __init__(self):

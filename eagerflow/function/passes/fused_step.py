@@ -224,7 +224,7 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     fn.source = source
     shape = out_aval.shape
     static = shape is not None and None not in shape
-    if static and (not shape or int(np.prod(shape)) < cpu_threads.MIN_ELEMENTS):
+    if static and (not shape or int(np.prod(shape)) < cpu_threads.FUSED_MIN_ELEMENTS):
         return fn
     blocks_source, blocks_env = python_source(program, out_param=True)
     blocks_env["_fail"] = env["_fail"]
@@ -243,7 +243,7 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
     into a donor's buffer when one is free at run time (as the one-call form does), else
     into a fresh array.
     """
-    threshold = cpu_threads.MIN_ELEMENTS
+    threshold = cpu_threads.FUSED_MIN_ELEMENTS
 
     def run(*args):
         # Cheap checks first: small results (most calls) pay two comparisons per input.
@@ -257,7 +257,7 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
         shape = np.broadcast_shapes(*[np.shape(a) for a in args])
         size = int(np.prod(shape)) if shape else 0
         axis = next((k for k, n in enumerate(shape) if n > 1), None)
-        if size < cpu_threads.MIN_ELEMENTS or axis is None:
+        if size < cpu_threads.FUSED_MIN_ELEMENTS or axis is None:
             return fn(*args)
         out = None
         for p in donors:

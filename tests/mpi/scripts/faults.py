@@ -16,7 +16,9 @@ from eagerflow.distribute.mpi_communicator import MPICommunicator
 
 mode = sys.argv[1]
 comm = MPICommunicator()
-print("pid %d %d" % (comm.rank, os.getpid()), flush=True)
+# One write per line: mpirun forwards each rank's output as it arrives, and a line written
+# in two pieces (text, then newline) can be interleaved with another rank's line.
+os.write(1, b"pid %d %d\n" % (comm.rank, os.getpid()))
 w = np.ones((64, 64), np.float32)
 
 

@@ -155,6 +155,8 @@ POOL_CASES = [
     ((2, 9, 3), pattrs(1, 3)),                              # 1-D disjoint
     ((1, 4, 4, 4, 2), pattrs(3, 2, 1)),                     # 3-D overlapping
     ((1, 3, 3, 1), pattrs(2, 3)),                           # one window
+    ((2, 3, 6, 7), pattrs(2, 2, fmt="NCHW")),               # tiles, channels first, edge
+    ((1, 4, 5, 4, 2), pattrs(3, 2)),                        # 3-D tiles, one edge dropped
     ((0, 4, 4, 2), pattrs(2, 2)),                           # empty batch
 ]
 
@@ -198,6 +200,36 @@ def test_max_pool_grad_nan_input_routes_to_the_first_nan():
     a = pattrs(2, 2)
     got = execute(P.MAX_POOL_GRAD, (ef.constant(x), ef.constant(np.ones((1, 1, 1, 1)))), a)
     np.testing.assert_array_equal(got.numpy().ravel(), [0.0, 0.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("shape,a", [c for c in POOL_CASES if P._tiles(
+    P._geometry(c[0], c[1]), c[1])] + [((64, 26, 26, 32), pattrs(2, 2)),
+                                       ((64, 11, 11, 64), pattrs(2, 2))])
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf])
+def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad):
+    # Windows that tile the input take the one-mask form; the per-tap form (which handles
+    # every geometry) must give the same bits, on one thread and on several.
+    from eagerflow.backend import cpu_threads
+
+    x = P._values(RNG, shape, dtypes.float32)
+    x = np.maximum(x, 0).astype(x.dtype)        # zeros after a relu: ties in many windows
+    g = uniform(_pool_out(shape, a), dtypes.float32)
+    if bad is not None and g.size:
+        g.reshape(-1)[-1] = bad
+        x.reshape(-1)[-1] = np.nan
+    args = (ef.constant(x), ef.constant(g))
+    outs = []
+    monkeypatch.setattr(P, "TILED_MIN_ELEMENTS", 0)
+    try:
+        for n in (1, 2):
+            cpu_threads.set_threads(n)
+            outs.append(execute(P.MAX_POOL_GRAD, args, a).numpy())
+        monkeypatch.setattr(P, "_tiles", lambda g, attrs: False)
+        per_tap = execute(P.MAX_POOL_GRAD, args, a).numpy()
+    finally:
+        cpu_threads.set_threads(0)
+    for out in outs:
+        np.testing.assert_array_equal(out, per_tap)
 
 
 def test_pool_gradients_in_function_equal_eager():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL
@@ -56,7 +57,11 @@ def sum_to_shape_array(xp, g, shape):
             return g
     axes = tuple(range(lead)) + tuple(
         lead + i for i, dim in enumerate(shape) if dim == 1 and g.shape[lead + i] != 1)
-    out = g.sum(axis=axes, keepdims=True) if axes else g
+    out = None
+    if axes and cpu_threads.is_numpy(xp):
+        out = cpu_blas.sum_axes(g, axes)   # the bias-gradient form: one GEMV
+    if out is None:
+        out = g.sum(axis=axes, keepdims=True) if axes else g
     out = out.reshape(shape)
     return out.astype(g.dtype, copy=False)
 
@@ -87,6 +92,17 @@ def _sum_to_shape_static(xp, avals, attrs):
         # reduced shape already is the target (reducing the leading axes only).
         add_reduce = np.add.reduce
         dropped = tuple(d for i, d in enumerate(g_shape) if i not in axes)
+        sum_axes = cpu_blas.sum_axes
+        if int(np.prod(g_shape)) >= cpu_blas.SUM_MIN_ELEMENTS and (
+                axes == tuple(range(len(axes))) or
+                axes == tuple(range(len(g_shape) - len(axes), len(g_shape)))):
+            # Leading (or trailing) axes only: one GEMV when the gradient is contiguous.
+            def blas_kernel(g):
+                out = sum_axes(g, axes)
+                if out is None:
+                    out = add_reduce(g, axes)
+                return out.reshape(shape)
+            return blas_kernel
         if dropped == shape:
             return lambda g: add_reduce(g, axes)
         return lambda g: add_reduce(g, axes, None, None, True).reshape(shape)

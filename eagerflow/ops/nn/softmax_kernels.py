@@ -10,9 +10,11 @@ Along the class axis, with ``m = max(x)``, ``y`` the forward result and ``g`` it
 Each formula is one kernel of a few numpy passes (a max or a sum, then elementwise updates
 in place into the one result buffer), where the composite gradient was four graph nodes and
 as many temporaries. Large inputs are cut into blocks of rows shared among the CPU threads
-(``backend/cpu_threads``); every row is reduced within its block, so the result equals the
-one-call result bit for bit with any number of threads. Half-precision inputs are computed
-in float32 and rounded once.
+(``backend/cpu_threads``); every row is reduced within its block. Sums along a last axis
+are one GEMV (``backend/cpu_blas.sum_axes``), whose rounding depends on where a block
+starts, so results on several threads equal the one-thread results within float rounding
+(not bit for bit), and are the same from run to run: the blocks are fixed for a given
+number of threads. Half-precision inputs are computed in float32 and rounded once.
 
 Example:
     >>> import numpy as np
@@ -23,9 +25,21 @@ Example:
 
 from __future__ import annotations
 
-from eagerflow.backend import cpu_threads
+from eagerflow.backend import cpu_blas, cpu_threads
 
 __all__ = ["forward", "backward"]
+
+def _sum(xp, a, axis):
+    """``a.sum(axis, keepdims=True)``; on numpy one GEMV (``cpu_blas.sum_axes``) when the
+    class axis is the last one of a contiguous block."""
+    # Only along the last axis, which every block of rows keeps whole and contiguous: a
+    # block then sums as the whole array does, whatever the split.
+    if axis == a.ndim - 1 and cpu_threads.is_numpy(xp):
+        out = cpu_blas.sum_axes(a, (axis,))
+        if out is not None:
+            return out.reshape(out.shape + (1,))
+    return a.sum(axis=axis, keepdims=True)
+
 
 def _work_dtype(xp, dtype):
     return xp.dtype(xp.float32) if dtype.itemsize < 4 else dtype
@@ -37,10 +51,10 @@ def _forward_block(xp, x, out, axis, log):
     t = out if out.dtype == work else xp.empty(w.shape, work)
     xp.subtract(w, w.max(axis=axis, keepdims=True), out=t)
     if log:
-        t -= xp.log(xp.exp(t).sum(axis=axis, keepdims=True))
+        t -= xp.log(_sum(xp, xp.exp(t), axis))
     else:
         xp.exp(t, out=t)
-        t /= t.sum(axis=axis, keepdims=True)
+        t /= _sum(xp, t, axis)
     if t is not out:
         out[...] = t
 
@@ -51,13 +65,13 @@ def _backward_block(xp, g, y, out, axis, log):
         g, y = g.astype(work), y.astype(work)
     t = out if out.dtype == work else xp.empty(g.shape, work)
     if log:
-        s = g.sum(axis=axis, keepdims=True)
+        s = _sum(xp, g, axis)
         xp.exp(y, out=t)
         t *= s
         xp.subtract(g, t, out=t)
     else:
         xp.multiply(g, y, out=t)
-        s = t.sum(axis=axis, keepdims=True)
+        s = _sum(xp, t, axis)
         xp.subtract(g, s, out=t)
         t *= y
     if t is not out:

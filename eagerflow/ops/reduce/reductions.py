@@ -19,6 +19,7 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
+from eagerflow.backend import cpu_blas
 from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import conj, equal
 from eagerflow.ops.math.cast import cast
@@ -50,6 +51,17 @@ EXPORTS = {
 # Kernels
 # --------------------------------------------------------------------------------------
 
+def _blas_sum(x, axis, keepdims):
+    """The float sum over leading or trailing axes as one GEMV (``cpu_blas.sum_axes``), or
+    None where that form does not apply."""
+    if axis is None or x.size < cpu_blas.SUM_MIN_ELEMENTS:
+        return None
+    out = cpu_blas.sum_axes(x, axis)
+    if out is not None and keepdims:
+        out = out.reshape(_reduced_shape(x.shape, axis, True))
+    return out
+
+
 def _sum_kernel(xp):
     # numpy's ufunc reduce directly: ndarray.sum goes through a Python wrapper first.
     add_reduce = np.add.reduce if xp.module is np else None
@@ -58,6 +70,9 @@ def _sum_kernel(xp):
         if _low_precision(x.dtype):
             return x.sum(axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
         if add_reduce is not None:
+            out = _blas_sum(x, axis, keepdims)
+            if out is not None:
+                return out
             return add_reduce(x, axis, x.dtype, None, keepdims)
         return x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype)
     return kernel
@@ -88,7 +103,10 @@ def _mean_kernel(xp):
             total = x.sum(axis=axis, keepdims=keepdims, dtype=np.float32)
             return (total / n).astype(x.dtype)
         # Dividing by a Python int keeps the dtype; over no elements 0 / 0 is nan, as in TF.
-        return x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype) / n
+        total = _blas_sum(x, axis, keepdims) if xp.module is np else None
+        if total is None:
+            total = x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype)
+        return total / n
     return kernel
 
 

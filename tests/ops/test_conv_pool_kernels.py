@@ -55,7 +55,26 @@ CONV_CASES = [
     ((2, 7, 7, 8), (3, 3, 8, 4), attrs(2, strides=2)),                       # fallback: stride
     ((1, 5, 5, 16), (3, 3, 8, 6), attrs(2)),                                 # fallback: groups
     ((1, 28, 28, 1), (3, 3, 1, 32), attrs(2, padding="VALID")),              # O > K*C
+    ((2, 9, 8, 1), (3, 2, 1, 4), attrs(2, strides=2, dilations=1)),          # C = 1, stride
+    ((2, 9, 9, 1), (2, 3, 1, 3), attrs(2, dilations=2, padding="VALID")),    # C = 1, dilation
+    ((2, 1, 7, 6), (3, 3, 1, 2), attrs(2, fmt="NCHW")),                      # C = 1, NCHW
+    ((2, 12, 1), (5, 1, 3), attrs(1)),                                       # C = 1, 1-D
+    ((1, 4, 5, 3, 1), (2, 3, 2, 1, 2), attrs(3)),                            # C = 1, 3-D
 ]
+
+
+@pytest.mark.parametrize("shape,k,strides,dilations", [
+    ((3, 10, 9, 1), (3, 3), (1, 1), (1, 1)), ((2, 11, 9, 1), (2, 3), (2, 1), (1, 2)),
+    ((2, 13, 1), (4,), (3,), (2,)), ((1, 5, 6, 4, 1), (2, 2, 3), (1, 2, 1), (1, 1, 1)),
+    ((3, 8, 8, 3), (3, 3), (1, 1), (1, 1))])
+def test_im2col_columns_equal_the_window_view(shape, k, strides, dilations):
+    from eagerflow.ops.nn.window_geometry import windows
+
+    x = RNG.standard_normal(shape).astype(np.float32)
+    out_sp = tuple((n - (kk - 1) * d - 1) // s + 1
+                   for n, kk, s, d in zip(shape[1:-1], k, strides, dilations))
+    win = windows(np, x, out_sp, k, strides, dilations)
+    np.testing.assert_array_equal(K._columns(np, win, np.float32), np.ascontiguousarray(win))
 
 
 def _dy_shape(xs, ws, a):

@@ -51,13 +51,30 @@ def _compute_dtype(xp, a):
 
 def _columns(xp, win, ct):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
-    ``ct`` (im2col): on numpy, blocks of the batch on every core."""
+    ``ct`` (im2col): on numpy, blocks of the batch on every core.
+
+    With one input channel the copy goes tap by tap: numpy copies the whole window view
+    with an inner loop over the channel axis, one element long (one thread, CPU time,
+    median of 25, a [64, 28, 28, 1] input with a 3x3 window: 0.97 ms for the view, 0.22 ms
+    for the nine tap slices). With 3 or 32 channels the view's copy was the faster one
+    (0.72 against 2.16 ms, 0.56 against 2.71 ms).
+    """
     if not cpu_threads.is_numpy(xp):
         return xp.ascontiguousarray(win).astype(ct, copy=False)
     cols = np.empty(win.shape, dtype=ct)
+    nd = (win.ndim - 2) // 2
+    if win.shape[-1] == 1 and nd:
+        spatial = (slice(None),) * nd
+        taps = [spatial + tap for tap in itertools.product(*[range(k) for k in
+                                                              win.shape[1 + nd:1 + 2 * nd]])]
 
-    def block(lo, hi):
-        cols[lo:hi] = win[lo:hi]
+        def block(lo, hi):
+            dst, src = cols[lo:hi], win[lo:hi]
+            for tap in taps:
+                dst[(slice(None),) + tap] = src[(slice(None),) + tap]
+    else:
+        def block(lo, hi):
+            cols[lo:hi] = win[lo:hi]
 
     cpu_threads.run_blocks(block, win.shape[0], cols.size)
     return cols

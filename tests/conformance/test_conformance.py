@@ -24,8 +24,6 @@ _PROGRAMS = harness.collect()
 # (strict), so a fix shows up as an XPASS to be removed from this list.
 XFAIL = {
     "math.bincount_histogram": "tf.math.bincount is not implemented",
-    "saving.latest_checkpoint": "Checkpoint.save does not update the 'checkpoint' state file, so "
-    "tf.train.latest_checkpoint(dir) returns None",
 }
 
 

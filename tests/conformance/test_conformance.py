@@ -23,7 +23,6 @@ _PROGRAMS = harness.collect()
 # recorded values are not tuned; these programs run and must still fail
 # (strict), so a fix shows up as an XPASS to be removed from this list.
 XFAIL = {
-    "math.bincount_histogram": "tf.math.bincount is not implemented",
 }
 
 

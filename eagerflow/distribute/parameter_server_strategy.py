@@ -65,6 +65,11 @@ class PSVariable(variables_lib.Variable):
     def device(self):
         return self._task + "/device:CPU:0"
 
+    @property
+    def _update_device(self):
+        # Optimizers run this variable's update on its ps (only the gradient travels).
+        return self.device
+
     def _remote(self, kind):
         fn = self._functions.get(kind)
         if fn is None:

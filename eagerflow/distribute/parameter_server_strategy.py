@@ -148,7 +148,8 @@ class ParameterServerStrategyExtended(distribute_lib.StrategyExtended):
                               for i in spec.task_indices("worker")]
         self._partitioner = variable_partitioner
         self._next_ps = 0
-        self._names = set()
+        # Tasks find variables by name: unique across every strategy of this job.
+        self._names = runtime.__dict__.setdefault("variable_names", set())
         self._lock = threading.Lock()
         self._colocate_task = None
 
@@ -276,3 +277,13 @@ class ParameterServerStrategy(distribute_lib.Strategy):
     @property
     def cluster_resolver(self):
         return self._cluster_resolver
+
+    def _coordinator_for_fit(self):
+        """The ClusterCoordinator Keras ``fit`` schedules its steps with (made on first use,
+        as TF's fit does, unless one exists)."""
+        coordinator = getattr(self, "_coordinator", None)
+        if coordinator is None:
+            from eagerflow.distribute.coordinator import ClusterCoordinator
+
+            coordinator = ClusterCoordinator(self)
+        return coordinator

@@ -71,3 +71,8 @@ def test_sharded_variable_reads_assigns_and_gathers_like_one_variable():
     np.testing.assert_array_equal(parts[1].numpy(), full[4:7] + 1)
     with __import__("pytest").raises(ef.errors.InvalidArgumentError, match="shape"):
         sv.assign(np.zeros((3, 2)))
+
+
+def test_keras_fit_schedules_steps_per_epoch_on_the_workers():
+    outputs = run_cluster("ps_fit.py", JOBS, timeout=90)
+    assert "chief OK" in outputs[("chief", 0)], outputs[("chief", 0)][-3000:]

@@ -79,4 +79,25 @@ executor = next(iter(coordinator._workers[0]._executors.values()))[1]
 ops = {p.task: {n.op for n in p.graph.nodes} for p in executor.partitioned.partitions}
 for task in ("/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"):
     assert "GatherV2" in ops[task], ops
+# A checkpoint stores each sharded variable whole: it restores into 3 shards, or into none.
+import tempfile  # noqa: E402
+
+path = ef.train.Checkpoint(model=model).save(tempfile.mkdtemp() + "/ckpt")
+assert ("model/_stack/0/embeddings/.ATTRIBUTES/VARIABLE_VALUE", [VOCAB, DIM]) in \
+    ef.train.list_variables(path), ef.train.list_variables(path)
+three = ef.distribute.experimental.ParameterServerStrategy(
+    resolver, variable_partitioner=ef.distribute.experimental.partitioners.
+    FixedShardsPartitioner(3))
+with three.scope():
+    model3 = build()
+assert [list(v.shape) for v in model3.layers[0].embeddings.variables] == [[8, DIM], [8, DIM],
+                                                                         [7, DIM]]
+ef.train.Checkpoint(model=model3).restore(path).assert_consumed()
+local = build()
+ef.train.Checkpoint(model=local).restore(path).assert_consumed()
+for a, b, c in zip(model.weights[:0] + [table, model.layers[2].kernel, model.layers[2].bias],
+                   [model3.layers[0].embeddings, model3.layers[2].kernel, model3.layers[2].bias],
+                   [local.layers[0].embeddings, local.layers[2].kernel, local.layers[2].bias]):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.numpy(), c.numpy())
 print("chief OK")

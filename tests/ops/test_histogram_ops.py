@@ -172,3 +172,15 @@ def test_histogram_fixed_width_matches_tf_rule():
         return ef.histogram_fixed_width(x, [0.0, 5.0], nbins=7)
 
     np.testing.assert_array_equal(traced(ef.constant(values)).numpy(), got.numpy())
+
+
+def test_bincount_of_ragged_and_sparse_values_as_tf():
+    # TF 2.21: bincount(ragged [[1, 2], [3]]) = [0 1 1 1]; sparse values [1, 3] -> [0 1 0 1].
+    rt = ef.ragged.constant([[1, 2], [3]])
+    assert ef.math.bincount(rt).numpy().tolist() == [0, 1, 1, 1]
+    weights = ef.ragged.constant([[0.5, 1.0], [2.0]])
+    assert ef.math.bincount(rt, weights=weights).numpy().tolist() == [0.0, 0.5, 1.0, 2.0]
+    st = ef.sparse.SparseTensor([[0, 0], [1, 1]], [1, 3], [2, 2])
+    assert ef.math.bincount(st, minlength=5).numpy().tolist() == [0, 1, 0, 1, 0]
+    with pytest.raises(errors.UnimplementedError, match="axis=-1"):
+        ef.math.bincount(rt, axis=-1)

@@ -173,6 +173,27 @@ BINCOUNT = registry.primitive(
     sweep_dtypes=_BIN_DTYPES)
 
 
+def _values_of_composites(arr, weights, axis):
+    """A RaggedTensor or SparseTensor counts its values (and weights' values), as TF."""
+    composite = hasattr(arr, "flat_values") or (
+        hasattr(arr, "indices") and hasattr(arr, "dense_shape"))
+    if not composite:
+        return arr, weights
+    if axis == -1:
+        raise errors.UnimplementedError(
+            None, "DenseBincount", "bincount: axis=-1 is not supported for a %s input; "
+            "count all its values with axis=None, or convert it to a dense tensor first."
+            % type(arr).__name__)
+
+    def values(x):
+        return x.flat_values if hasattr(x, "flat_values") else x.values
+
+    if weights is not None and (hasattr(weights, "flat_values") or hasattr(weights,
+                                                                           "dense_shape")):
+        weights = values(weights)
+    return values(arr), weights
+
+
 def _length(value, what):
     """A static length attr; -1 stands for None."""
     if value is None:
@@ -189,7 +210,8 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=d.int32, n
     ``minlength`` and at most ``maxlength``; larger values are dropped.
 
     Args:
-        arr: A Tensor of non-negative values; non-integer values are cast to int32, as TF.
+        arr: A Tensor of non-negative values (non-integer values are cast to int32, as
+            TF), or a RaggedTensor or SparseTensor, whose values are counted.
         weights: None, or a Tensor of arr's shape (int32, int64, float32 or float64); the
             output then has its dtype and ``dtype`` is ignored, as in TF.
         minlength: The least number of bins (a static int), or None.
@@ -224,6 +246,7 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=d.int32, n
     if axis not in (None, 0, -1):
         raise ValueError("bincount: unsupported value for argument axis=%r; only None, 0 "
                          "and -1 are supported." % (axis,))
+    arr, weights = _values_of_composites(arr, weights, axis)
     arr = _as_tensor(arr)
     if not arr.dtype.is_integer:
         arr = cast(arr, d.int32)

@@ -279,3 +279,13 @@ def p_histogram_fixed_width_edges(tf):
                                                         [0.0, 1.0], nbins=2)),
         "bad_range": _raised(lambda: tf.histogram_fixed_width(v, [5.0, 0.0], nbins=5)),
     }
+
+
+def p_bincount_ragged_and_sparse(tf):
+    rt = tf.ragged.constant([[1, 2], [3]])
+    st = tf.sparse.SparseTensor([[0, 0], [1, 1]], [1, 3], [2, 2])
+    return {
+        "ragged": tf.math.bincount(rt),
+        "ragged_weighted": tf.math.bincount(rt, weights=tf.ragged.constant([[0.5, 1.0], [2.0]])),
+        "sparse": tf.math.bincount(st, minlength=5),
+    }

@@ -205,8 +205,10 @@ class RNN(Layer):
         cell = self.cell
         cell_step = getattr(cell, "step", None)
         if cell_step is not None:
-            # One dropout mask per sequence, reused at every step.
-            first = inputs[:, 0] if inputs.shape[1] != 0 else inputs
+            # One dropout mask per sequence, reused at every step (the first step's inputs
+            # give its shape; sliced only when an input dropout needs it).
+            first = inputs[:, 0] if getattr(cell, "dropout", 0) and inputs.shape[1] != 0 \
+                else inputs
             dp, rec = cell.dropout_masks(first, states, training)
 
         def step(x, keep, states, previous):

@@ -38,14 +38,15 @@ from eagerflow.ops.indexing import (
     _as_tensor, _fail, _prod, _scatter_rows, _shape_str, _static_int,
 )
 from eagerflow.ops.indexing.gather_ops import GATHER
-from eagerflow.ops.math.binary_math import minimum
+from eagerflow.ops.math.arithmetic import floor, multiply, subtract, truediv
+from eagerflow.ops.math.binary_math import clip_by_value, minimum
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.registry import AbstractValue
 
-__all__ = ["bincount", "histogram_fixed_width"]
+__all__ = ["bincount", "histogram_fixed_width", "histogram_fixed_width_bins"]
 
 EXPORTS = {
-    "": ["histogram_fixed_width"],
+    "": ["histogram_fixed_width", "histogram_fixed_width_bins"],
     "math": ["bincount"],
 }
 
@@ -362,3 +363,42 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=d.int32, name=No
             "got %s." % dtype.name)
     return execute(HISTOGRAM_FIXED_WIDTH, (values, value_range), {
         "nbins": _static_int(nbins, "nbins", "HistogramFixedWidth"), "dtype": dtype.name})
+
+
+def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=d.int32, name=None):
+    """The bin index of each of ``values`` for ``nbins`` equal bins over ``value_range``.
+
+    TF's formula: ``floor(nbins * (v - low) / (high - low))`` in the values' float dtype,
+    clipped to ``[0, nbins - 1]`` (values below the range get 0, values at or above its end
+    ``nbins - 1``). The result is int32 whatever ``dtype`` says, as in TF.
+
+    Args:
+        values: A float Tensor of any shape.
+        value_range: ``[low, high]`` of values' dtype.
+        nbins: The number of bins (a static positive int).
+        dtype: Accepted for TF compatibility (the result is int32).
+        name: Unused.
+
+    Returns:
+        An int32 Tensor of values' shape.
+
+    Raises:
+        InvalidArgumentError: If ``nbins <= 0``.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.histogram_fixed_width_bins([-1.0, 0.3, 0.6, 1.0], [0.0, 1.0], nbins=3).numpy()
+        array([0, 0, 1, 2], dtype=int32)
+    """
+    nbins = _static_int(nbins, "nbins", "HistogramFixedWidthBins")
+    if nbins <= 0:
+        raise errors.InvalidArgumentError(
+            None, "HistogramFixedWidthBins", "histogram_fixed_width_bins: nbins = %d must be "
+            "a positive number." % nbins)
+    values = _as_tensor(values)
+    value_range = _as_tensor(value_range, dtype_hint=values.dtype)
+    low, high = value_range[0], value_range[1]
+    # Elementwise, so values keep their shape (TF flattens and reshapes back).
+    scaled = truediv(subtract(values, low), subtract(high, low))
+    indices = floor(multiply(scaled, float(nbins)))
+    return cast(clip_by_value(indices, 0.0, float(nbins - 1)), d.int32)

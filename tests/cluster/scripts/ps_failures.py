@@ -147,4 +147,15 @@ elif MODE == "errors":
         assert seconds < 10, seconds
     else:
         raise AssertionError("join did not raise after the ps died")
+    # A checkpoint needing the dead ps fails as unavailable and writes nothing.
+    import tempfile  # noqa: E402
+
+    directory = tempfile.mkdtemp()
+    try:
+        ef.train.Checkpoint(w=w, b=b).save(os.path.join(directory, "ckpt"))
+    except ef.errors.UnavailableError as exc:
+        assert victim in str(exc), exc
+    else:
+        raise AssertionError("a checkpoint was saved without its ps")
+    assert os.listdir(directory) == [], os.listdir(directory)
     print("chief OK ps failure seen after %.2fs" % seconds)

@@ -80,14 +80,20 @@ if MODE == "worker":
         done = sorted(int(v.fetch()[0]) for v in values)
         assert done == list(range(200)), done
         assert coordinator.requeued >= 1, coordinator.requeued
-        # The new worker took closures after it came back.
-        deadline = time.monotonic() + 10
-        while worker_pid(victim) != back.pid and time.monotonic() < deadline:
-            time.sleep(0.2)
-        more = schedule(40)
-        coordinator.join()
-        assert sorted(int(v.fetch()[0]) for v in more) == list(range(40))
+        # The new worker takes closures once the coordinator has seen it come back.
+        deadline = time.monotonic() + 30
+        while (worker_pid(victim) != back.pid or not coordinator._workers[1].alive) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        more = []
+        while time.monotonic() < deadline:
+            batch = schedule(20, start=len(more))
+            coordinator.join()
+            more += batch
+            if runtime.client(victim).status().graphs >= 1:
+                break
         assert runtime.client(victim).status().graphs >= 1, "the restarted worker ran nothing"
+        assert sorted(int(v.fetch()[0]) for v in more) == list(range(len(more)))
         losses = [float(v.fetch()[1]) for v in more]
         assert np.mean(losses[-10:]) < 0.05, losses[-10:]
         print("chief OK requeued=%d" % coordinator.requeued)

@@ -8,9 +8,9 @@ accumulates cotangents by tensor id, and reduces broadcast gradients in one plac
 (``eagerflow.ops.vjp.apply_vjp``). Gradient rules are ordinary op calls, so an outer tape
 records them: nested tapes give higher-order derivatives.
 
-A tape whose structure was seen before differentiates it with a compiled graph
-(``eagerflow.function.backward_replay``), and from then on records it by following a plan
-rather than building entries (``eagerflow.tape_plan``).
+A tape whose structure was seen before differentiates it with a compiled graph, and from
+then on records it by following a plan rather than building entries; both read one
+structure key of the tape's entries (``eagerflow.tape_replay``).
 
 When a requested gradient is None the tape can say why (not watched, not connected, a
 non-differentiable op on the path, an integer dtype, recording stopped): see
@@ -34,7 +34,7 @@ import logging
 
 from eagerflow import errors
 from eagerflow import nest
-from eagerflow import tape_plan
+from eagerflow import tape_replay
 from eagerflow.framework import context
 from eagerflow.ops import dispatch
 from eagerflow.ops.vjp import apply_vjp
@@ -79,8 +79,8 @@ def _record(tapes, prim, inputs, attrs, result):
         plan = tape._plan
         if plan is not False:  # following a plan (None: the tape's first op decides)
             if plan is None:
-                plan = tape_plan.start(tape, prim, inputs)
-            if plan and tape_plan.follow(tape, plan, prim, inputs, attrs, result):
+                plan = tape_replay.start(tape, prim, inputs)
+            if plan and tape_replay.follow(tape, plan, prim, inputs, attrs, result):
                 continue
         if entry is None:
             entry = _make_entry(prim, inputs, attrs, result)
@@ -92,7 +92,7 @@ def _record(tapes, prim, inputs, attrs, result):
 
 def _append_entry(tape, entry):
     """Records an entry built elsewhere (a @function call, control flow, custom_gradient)."""
-    tape_plan.materialize(tape)
+    tape_replay.materialize(tape)
     tape._recorded.append(entry)
     ids = tape._ids
     for tid in entry.output_ids:
@@ -185,49 +185,6 @@ def _variable_read(variable, tensor):
 
 dispatch.set_tape_recorder(_record)
 
-# Set by eagerflow.function: compiles a recurring backward pass into a graph (see
-# backward_replay). The tape sits below tracing, so tracing plugs itself in here.
-_backward_compiler = None
-# Structures seen once are differentiated eagerly; the second sighting compiles them.
-_seen_structures = {}
-
-
-# Set with the compiler: live entries with their structure key, and the compiled runners.
-_live_structure = None
-_replay_cache = {}
-
-
-def install_backward_replay(compile_backward, live_structure, cache):
-    """Plugs in the compiled backward replay (eagerflow.function.backward_replay).
-
-    Args:
-        compile_backward: ``(live, targets, source_ids, wanted, key, seeded) -> runner``.
-        live_structure: ``(entries, wanted, source_ids, ...) -> (live, key)``.
-        cache: The dict of compiled runners by structure key.
-    """
-    global _backward_compiler, _live_structure, _replay_cache
-    _backward_compiler = compile_backward
-    _live_structure = live_structure
-    _replay_cache = cache
-
-
-def _replay_runner(key, live, targets, source_ids, wanted, seeds):
-    """The compiled backward for this structure key, or None while it is differentiated
-    eagerly (the first sighting of a structure)."""
-    try:
-        runner = _replay_cache.get(key)
-    except TypeError:  # an unhashable attr: this structure is differentiated eagerly
-        return None
-    if runner is not None:
-        return runner
-    count = _seen_structures.get(key, 0) + 1
-    if len(_seen_structures) > 1024:
-        _seen_structures.clear()
-    _seen_structures[key] = count
-    if count < 2:
-        return None
-    return _backward_compiler(live, targets, source_ids, wanted, key, seeds is not None)
-
 
 def _any_recording():
     """True while some tape records (a backward pass must then run op by op, recorded)."""
@@ -238,7 +195,8 @@ def _any_recording():
 
 
 def _reachable(entries, wanted):
-    """The entries forward-reachable from the wanted sources (the others cannot matter)."""
+    """The entries forward-reachable from the wanted sources (the others cannot matter),
+    and the ids reachable: the wanted ones and the live entries' outputs."""
     reachable = set(wanted)
     live = []
     for e in entries:
@@ -247,7 +205,7 @@ def _reachable(entries, wanted):
                 reachable.update(e.output_ids)
                 live.append(e)
                 break
-    return live
+    return live, reachable
 
 
 def _replayable_seeds(targets, seeds):
@@ -302,7 +260,7 @@ class GradientTape:
     _active = False
     _used = False
     _stopped = False  # was recording ever stopped (for None explanations)
-    # The recording plan this tape follows (eagerflow.tape_plan): None until its first
+    # The recording plan this tape follows (eagerflow.tape_replay): None until its first
     # recorded op decides, then a Plan, or False for ordinary entries.
     _plan = None
     _pos = 0  # the number of planned steps recorded
@@ -321,7 +279,7 @@ class GradientTape:
     def _entries(self):
         """The recorded entries (steps followed by a plan are materialized first)."""
         if self._plan:
-            tape_plan.materialize(self)
+            tape_replay.materialize(self)
         return self._recorded
 
     # -- recording ------------------------------------------------------------------------
@@ -504,7 +462,7 @@ class GradientTape:
     def _backward(self, targets, sources, seeds):
         plan = self._plan
         if plan and seeds is None and _state.trace is None and not _any_recording():
-            grads = tape_plan.run(self, plan, targets, sources)
+            grads = tape_replay.run(self, plan, targets, sources)
             if grads is not None:
                 return grads
         ids = self._ids
@@ -523,24 +481,25 @@ class GradientTape:
                 wanted.add(tid)
         if not wanted:
             return [None] * len(sources)
-        if _backward_compiler is not None and _state.trace is None and (
-                seeds is None or _replayable_seeds(targets, seeds)):
-            if not _any_recording():
-                entries = self._entries
-                # One pass finds the live entries and the key of their structure.
-                live, key = _live_structure(entries, wanted, source_ids,
-                                            [getattr(t, "_tid", 0) for t in targets])
-                runner = None if key is None else _replay_runner(
-                    key if seeds is None else key + ("seeded",), live, targets, source_ids,
-                    wanted, seeds)
+        entries = self._entries
+        live, reachable = _reachable(entries, wanted)
+        if tape_replay.compiler_installed() and _state.trace is None and (
+                seeds is None or _replayable_seeds(targets, seeds)) and not _any_recording():
+            key = tape_replay.structure(self, live, targets, source_ids, wanted)
+            if key is not None:
+                if seeds is not None:
+                    key += ("seeded",)
+
+                def backward(entries, targets, seeds):
+                    return _propagate(entries, reachable, targets, source_ids, wanted, seeds)
+
+                runner = tape_replay.compiled(key, live, targets, backward, seeds is not None)
                 if runner is not None:
-                    if seeds is None and len(targets) == 1 and len(live) == len(entries):
+                    if seeds is None and len(live) == len(entries):
                         # The next tape recording this structure follows a plan instead.
-                        tape_plan.make_plan(self, live, targets[0], sources, runner)
+                        tape_replay.make_plan(self, live, key, runner)
                     return runner(live, targets, seeds or ())
-                return _propagate(live, targets, source_ids, wanted, seeds)
-        return _propagate(_reachable(self._entries, wanted), targets, source_ids, wanted,
-                          seeds)
+        return _propagate(live, reachable, targets, source_ids, wanted, seeds)
 
     # -- explanations -----------------------------------------------------------------------
     def _why_none(self, targets, source):
@@ -713,17 +672,15 @@ class GradientTape:
         return reshape(stacked, tshape + tuple(src._value.shape[1:]))
 
 
-def _propagate(live, targets, source_ids, wanted, seeds):
+def _propagate(live, reachable, targets, source_ids, wanted, seeds):
     """Walks the live entries in reverse, accumulating cotangents by tensor id.
 
     Works on recorded entries and, when a backward pass is compiled for replay, on their
-    symbolic stand-ins (``eagerflow.function.backward_replay``).
+    copies with symbolic saved values (``eagerflow.tape_replay``). ``reachable`` is the set
+    of ids :func:`_reachable` found for them.
     """
     from eagerflow.ops.math.arithmetic import ADD
 
-    reachable = set(wanted)
-    for e in live:
-        reachable.update(e.output_ids)
     grads = {}
     for i, t in enumerate(targets):
         if t is None:

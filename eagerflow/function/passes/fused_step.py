@@ -294,7 +294,7 @@ def _failure(program, node, device):
 
     def fail(step, exc):
         prim = program.prims[step]
-        error = dispatch._translate(prim, [], program.attrs[step], device, exc)
+        error = dispatch.translate_failure(prim, [], program.attrs[step], device, exc)
         origin = origins[step] if step < len(origins) else None
         if origin:
             error.message = "%s (fused; the op was created at %s:%d)" % (

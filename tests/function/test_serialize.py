@@ -388,7 +388,7 @@ def test_attr_values_round_trip():
     pytest.importorskip("hypothesis")
     from hypothesis import given, settings
 
-    pb = serialize._pb()
+    pb = serialize.codec._pb()
 
     @settings(max_examples=100, deadline=None, derandomize=True)
     @given(_attr_values())
@@ -471,7 +471,7 @@ def test_truncated_and_corrupted_bytes():
     with pytest.raises(errors.DataLossError):
         serialize.load_function(bytes(rng.integers(0, 256, size=200, dtype=np.uint8)))
     with pytest.raises(errors.DataLossError, match="format"):
-        serialize.load_function(serialize._pb().SavedFunctionFile(
+        serialize.load_function(serialize.codec._pb().SavedFunctionFile(
             format="something else").SerializeToString())
     count("serialize: truncated or corrupted byte strings refused", refused)
 

@@ -9,7 +9,7 @@ turns the plan back into entries (:meth:`Entry.rebind`) when needed.
 
 from __future__ import annotations
 
-__all__ = ["Entry", "is_float"]
+__all__ = ["Entry", "is_float", "FLOAT_DTYPES"]
 
 _new = object.__new__
 
@@ -62,3 +62,14 @@ class Entry:
 def is_float(dtype_np):
     """Whether a numpy dtype takes gradients (floating or complex, bfloat16 included)."""
     return dtype_np.kind in "fc" or dtype_np.name == "bfloat16"
+
+
+class _FloatDtypes(dict):
+    """numpy dtype -> whether tensors of it have gradients (floating or complex)."""
+
+    def __missing__(self, dtype_np):
+        known = self[dtype_np] = is_float(dtype_np)
+        return known
+
+
+FLOAT_DTYPES = _FloatDtypes()

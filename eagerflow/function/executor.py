@@ -15,6 +15,7 @@ import sys
 from eagerflow import errors
 from eagerflow.framework import context, host_allocator
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function import builtins
 from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch
 from eagerflow.tensor import wrap
@@ -25,6 +26,9 @@ __all__ = ["Executor"]
 # observer(executor, args, captures) instead of the generated code (to time each step or to
 # collect the graphs that run). None costs one global lookup per function call.
 observer = None
+# Values a step never owns: arguments, constants and variables' own arrays.
+_NOT_COMPUTED = frozenset((builtins.PLACEHOLDER, builtins.CONST, builtins.READ_VARIABLE))
+_ASSIGNS = builtins.names(assigns=True)
 
 
 def set_observer(fn):
@@ -93,9 +97,9 @@ class Executor:
             # An assignment may take over its value's buffer when nothing reads it afterwards
             # and it was computed here (not an argument, constant or another variable).
             self._owns_input = bool(
-                node.op == "AssignVariableOp" and node.inputs
+                node.op == builtins.ASSIGN_VARIABLE and node.inputs
                 and slots[(node.inputs[0][0].id, node.inputs[0][1])] in frees[k]
-                and node.inputs[0][0].op not in ("Placeholder", "Const", "ReadVariableOp"))
+                and node.inputs[0][0].op not in _NOT_COMPUTED)
             # Inputs whose buffer this step may reuse: computed here (not an argument,
             # constant or variable), read for the last time, and passed once. The step
             # still checks at run time that nothing else holds the array.
@@ -103,7 +107,7 @@ class Executor:
             self._donatable = tuple(
                 p for p, (src, _) in enumerate(node.inputs)
                 if input_slots[p] in frees[k] and input_slots.count(input_slots[p]) == 1
-                and src.op not in ("Placeholder", "Const", "ReadVariableOp"))
+                and src.op not in _NOT_COMPUTED)
             self._donatable_variables = updates_in_place.get(k, ())
             self._attrs_bound = False
             fn = self._step_function(node, device)
@@ -222,7 +226,7 @@ class Executor:
         if op == "ReadVariableOp":
             var = variables[node.attrs["variable"]]
             return lambda _v=var: _v._value
-        if op in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
+        if op in _ASSIGNS:
             var = variables[node.attrs["variable"]]
             return _assign_step(var, op, getattr(self, "_owns_input", False))
         if op == "Print":

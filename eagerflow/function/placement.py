@@ -41,16 +41,16 @@ import math
 from eagerflow import errors
 from eagerflow.framework import context
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function import builtins
 from eagerflow.function.graph import STATEFUL_BUILTINS
 
 __all__ = ["CostModel", "place", "format_placement", "node_cost", "devices_of"]
 
 _log = logging.getLogger("eagerflow")
 
-VARIABLE_OPS = frozenset((
-    "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"))
-CONTROL_FLOW_OPS = frozenset(("If", "Case", "While", "Call"))
-FREE_OPS = frozenset(("Placeholder", "Const"))
+VARIABLE_OPS = builtins.names(variable=True)
+CONTROL_FLOW_OPS = builtins.names(control_flow=True)
+FREE_OPS = builtins.names(free=True)
 # A dimension unknown at trace time (a ``None`` batch size) counts as this many elements.
 UNKNOWN_DIM = 32
 _REDUCTIONS = frozenset((

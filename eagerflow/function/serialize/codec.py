@@ -13,6 +13,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function.graph import Graph
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor_shape import TensorShape
@@ -27,8 +28,7 @@ FORMAT_VERSION = 1
 MIN_CONSUMER = 1
 # Attributes that describe how a graph was built, not what it computes: never serialized.
 _INTERNAL_ATTRS = frozenset(("capture",))
-_VARIABLE_OPS = frozenset(("ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-                           "AssignSubVariableOp"))
+_VARIABLE_OPS = builtins.names(variable=True)
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _pb_module = None
 

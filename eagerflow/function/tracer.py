@@ -93,8 +93,15 @@ class Tracer:
 
     # -- inputs -------------------------------------------------------------------------------
     def _convert(self, prim, args):
-        # Dispatch's conversion and dtype rule, with graph references for the values.
-        inputs = dispatch.convert_inputs(prim, args, self._input)
+        # Dispatch's conversion and dtype rule, with graph references for the values. As in
+        # dispatch, inputs that already are what the op takes (this graph's tensors) pass.
+        graph = self.graph
+        for a in args:
+            if a.__class__ is not SymbolicTensor or a._graph is not graph:
+                inputs = dispatch.convert_inputs(prim, args, self._input)
+                break
+        else:
+            inputs = args
         dispatch.check_dtypes(prim, [t._value.dtype for t in inputs], inputs,
                               _device_string() or "the default device", _at_user_line)
         return inputs

@@ -133,6 +133,10 @@ class Tracer:
                 return self.const(_host_value(value))
             return self.capture(value)
         t = convert_to_tensor(value, dtype=dtype)
+        if isinstance(t, SymbolicTensor):
+            # A tensor-like whose conversion ran ops (a sharded variable's concat): those
+            # ops are in this trace already.
+            return self._symbolic(t, None)
         if _embeddable(t._value):
             return self.const(_host_value(t))
         return self.capture(t)

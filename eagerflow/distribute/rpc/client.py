@@ -128,7 +128,7 @@ class WorkerClient:
         code = exc.code() if hasattr(exc, "code") else None
         detail = exc.details() if hasattr(exc, "details") else str(exc)
         codes = self._grpc.StatusCode
-        where = "task %s (%s)" % (self.task, self.address)
+        where = "%s (%s)" % (self.task, self.address)
         if code == codes.UNAVAILABLE:
             error = errors.UnavailableError(
                 None, method, "Task %s is unavailable while %s: %s. The task has died or "
@@ -136,17 +136,17 @@ class WorkerClient:
                 "when a ps task is lost." % (where, what, detail))
         elif code == codes.DEADLINE_EXCEEDED:
             error = errors.DeadlineExceededError(
-                None, method, "%s timed out after %gs on %s." % (what[:1].upper() + what[1:],
+                None, method, "%s timed out after %gs on task %s." % (what[:1].upper() + what[1:],
                                                                  timeout, where))
         elif code == codes.UNAUTHENTICATED:
             error = errors.UnauthenticatedError(
                 None, method, "Task %s refused the call (%s): %s" % (where, what, detail))
         elif code == codes.CANCELLED:
-            error = errors.CancelledError(None, method, "%s was cancelled on %s: %s" % (
+            error = errors.CancelledError(None, method, "%s was cancelled on task %s: %s" % (
                 what, where, detail))
         else:
             error = errors.InternalError(
-                None, method, "%s failed on %s: %s %s" % (what, where, code, detail))
+                None, method, "%s failed on task %s: %s %s" % (what, where, code, detail))
         error.task = self.task
         return error
 

@@ -100,11 +100,15 @@ def decode_tensor(msg, what="a tensor"):
 
 
 def encode_error(exc, task, msg):
-    """Fills a RemoteError from an exception raised on ``task``."""
+    """Fills a RemoteError from an exception raised on ``task``.
+
+    The error's own ``task`` (the unreachable task, for an UnavailableError raised while
+    talking to another task) is kept: it says which task failed.
+    """
     msg.code = int(getattr(exc, "error_code", errors.UNKNOWN))
     msg.type = type(exc).__name__
     msg.message = str(exc)
-    msg.task = task
+    msg.task = getattr(exc, "task", None) or task
     return msg
 
 
@@ -118,7 +122,7 @@ def decode_error(msg, prefix=""):
     text = msg.message
     if cls is errors.UnknownError and msg.type:
         text = "%s: %s" % (msg.type, text)
-    error = cls(None, None, "%s(on task %s) %s" % (prefix, msg.task, text))
+    error = cls(None, None, "%s(task %s) %s" % (prefix, msg.task, text))
     error.task = msg.task
     error.remote_type = msg.type
     return error

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import warnings
 
+
 import eagerflow as ef
 from eagerflow import nest
 from eagerflow.framework import strategy_context
-from eagerflow.keras.models.training_compile import CompileMixin
-from eagerflow.keras.models.training_loops import LoopsMixin
+from eagerflow.keras.utils.data_utils import unpack_x_y_sample_weight
+from eagerflow.tensor import Tensor
+from eagerflow.tensor_shape import TensorShape
 from eagerflow.keras.models.training_utils import (
     _batch_size,
     _floatx,
@@ -45,9 +47,8 @@ from eagerflow.keras.models.training_utils import (
     _replica_share,
     _specs_of,
 )
-from eagerflow.keras.utils.data_utils import unpack_x_y_sample_weight
-from eagerflow.tensor import Tensor
-from eagerflow.tensor_shape import TensorShape
+from eagerflow.keras.models.training_compile import CompileMixin
+from eagerflow.keras.models.training_loops import LoopsMixin
 
 __all__ = ["Trainer"]
 

@@ -15,6 +15,7 @@ from eagerflow.framework import strategy_context
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
+
 _FIT_IGNORED = frozenset(("max_queue_size", "workers", "use_multiprocessing"))
 
 

@@ -519,3 +519,28 @@ def test_unknown_op_and_inconsistent_graphs():
 
     with pytest.raises(errors.DataLossError, match="dtype"):
         serialize.load_function(_edited(bad_dtype))
+
+
+def test_a_fused_region_loads_and_runs_in_a_fresh_interpreter(tmp_path):
+    # The executor step of a fused region is registered by the optimizer passes; a process
+    # that only loads a graph (a parameter server) has never imported them.
+    from eagerflow.function import passes
+    from tests.fresh_interpreter import run_python
+
+    f = ef.function(lambda x: ef.tanh(x) * 2.0 + ef.exp(x))
+    graph = passes.optimize(f.get_concrete_function(ef.TensorSpec([4])).graph)
+    assert "FusedElementwise" in [n.op for n in graph.nodes]
+    path = tmp_path / "fused.efg"
+    path.write_bytes(serialize.proto_to_bytes(serialize.graph_to_proto(graph)))
+    x = np.array([-1.0, 0.0, 0.5, 2.0], np.float32)
+    out = run_python("""
+        import sys
+        import numpy as np
+        import eagerflow as ef
+        from eagerflow.function import serialize
+        assert "eagerflow.function.passes" not in sys.modules
+        loaded = serialize.load_function(open(sys.argv[1], "rb").read())
+        print(repr(loaded(ef.constant(np.array([-1.0, 0.0, 0.5, 2.0], np.float32))).numpy()
+                   .tolist()))
+    """, str(path))
+    np.testing.assert_allclose(eval(out), np.tanh(x) * 2.0 + np.exp(x), rtol=1e-6)  # noqa: S307

@@ -188,7 +188,10 @@ class _Decoder:
         graph.library = {key: self.function(value) for key, value in signature.library.items()}
 
     def _prim(self, nd, attrs, avals, where):
-        if nd.op in BUILTIN_OPS or nd.op in _builtin_steps():
+        # Loads the modules that register builtin steps (fused regions, control flow) first:
+        # a loaded graph must find their executor steps even when nothing traced here yet.
+        steps = _builtin_steps()
+        if nd.op in BUILTIN_OPS or nd.op in steps:
             return None
         from eagerflow.ops import registry
 

@@ -405,10 +405,9 @@ class ClusterExecutor:
                 continue
             client = runtime.client(part.task)
             try:
-                request = pb.RunGraphRequest(handle=self._handle(k), step_id=step_id,
-                                             deadline_s=deadline)
-                for i in part.input_positions:
-                    wire.encode_tensor(args[i], request.arg.add())
+                request = wire.WithTensors(pb.RunGraphRequest(
+                    handle=self._handle(k), step_id=step_id, deadline_s=deadline), 3,
+                    [args[i] for i in part.input_positions])  # RunGraphRequest.arg
                 pending.append((k, client, client.call_future("RunGraph", request,
                                                               deadline + 5.0)))
             except Exception as exc:  # noqa: BLE001 - raised after the step is aborted

@@ -66,10 +66,10 @@ class WorkerClient:
         self._metadata = ((SECRET_METADATA, _text(secret)),)
         pb = wire.pb()
         self._calls = {}
-        for method, (request, response) in _METHODS.items():
+        for method, (_, response) in _METHODS.items():
             self._calls[method] = self._channel.unary_unary(
                 "/%s/%s" % (SERVICE, method),
-                request_serializer=getattr(pb, request).SerializeToString,
+                request_serializer=_serialize,
                 response_deserializer=getattr(pb, response).FromString)
 
     def close(self):
@@ -96,9 +96,9 @@ class WorkerClient:
 
     def send_tensor(self, key, array, timeout):
         pb = wire.pb()
-        request = pb.SendTensorRequest(tensor_name=key.tensor_name, src_device=key.src_device,
-                                       dst_device=key.dst_device, step_id=key.step_id)
-        wire.encode_tensor(array, request.value)
+        request = wire.WithTensors(pb.SendTensorRequest(
+            tensor_name=key.tensor_name, src_device=key.src_device, dst_device=key.dst_device,
+            step_id=key.step_id), 5, [array])
         self.call("SendTensor", request, timeout,
                   "sending tensor %s from %s to %s (step %d)" % (
                       key.tensor_name, key.src_device, key.dst_device, key.step_id))
@@ -149,6 +149,11 @@ class WorkerClient:
                 None, method, "%s failed on task %s: %s %s" % (what, where, code, detail))
         error.task = self.task
         return error
+
+
+def _serialize(message):
+    """A message's bytes (a plain message, or a ``wire.WithTensors``)."""
+    return message.SerializeToString()
 
 
 def _text(secret):

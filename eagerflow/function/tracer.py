@@ -102,7 +102,7 @@ class Tracer:
                 break
         else:
             inputs = args
-        dispatch.check_dtypes(prim, [t._value.dtype for t in inputs], inputs,
+        dispatch.check_dtypes(prim, [t._value for t in inputs], inputs,
                               _device_string() or "the default device", _at_user_line)
         return inputs
 

@@ -181,7 +181,7 @@ def _execute_eager(prim, args, attrs):
         if t._device is not device:
             t = copy_to_device(t, device)
         values.append(t._value)
-    check_dtypes(prim, [v.dtype for v in values], inputs, _dev(device))
+    check_dtypes(prim, values, inputs, device)
     kernel = prim.kernels[device.backend_index] or prim.kernel(device.backend)
     try:
         out = kernel(*values, **attrs) if attrs else kernel(*values)
@@ -295,7 +295,7 @@ def _choose_device(prim, inputs):
     return device
 
 
-def check_dtypes(prim, dtypes, inputs, device_name, where=None):
+def check_dtypes(prim, values, inputs, device, where=None):
     """Checks the input dtypes of one call: the one dtype rule for eager calls and traces.
 
     The first dtype of the op's dtype group must be one it supports, and the group's others
@@ -303,28 +303,29 @@ def check_dtypes(prim, dtypes, inputs, device_name, where=None):
 
     Args:
         prim: The Primitive.
-        dtypes: The inputs' numpy dtypes.
+        values: The inputs' arrays (anything with a numpy ``dtype``: a trace passes abstract
+            arrays).
         inputs: The inputs (described in the message).
-        device_name: Where the call runs (for the message).
+        device: Where the call runs (a Device, or a name), for the message.
         where: None, or a function giving text to append to the message (a trace names
             the user's line; only a failing check pays for finding it).
 
     Raises:
         InvalidArgumentError: Naming the op, the dtypes, the inputs and how to fix it.
     """
-    group = _group_indices(prim, len(dtypes))
+    group = _group_indices(prim, len(values))
     first = None
     for i in group:
-        if i >= len(dtypes):
+        if i >= len(values):
             continue
-        dt = dtypes[i]
+        dt = values[i].dtype
         if first is None:
             first = (i, dt)
             if not prim.allows_dtype(dt):
                 raise errors.InvalidArgumentError(
                     None, prim.name,
                     "%s does not support dtype %s (inputs: %s on %s)%s. Supported: %s.%s"
-                    % (prim.name, _dtname(dt), _describe(inputs), device_name,
+                    % (prim.name, _dtname(dt), _describe(inputs), _dev(device),
                        where() if where else "", _supported(prim), _cast_hint(prim)))
         elif dt != first[1]:
             raise errors.InvalidArgumentError(
@@ -333,7 +334,7 @@ def check_dtypes(prim, dtypes, inputs, device_name, where=None):
                 "(inputs: %s on %s)%s. eagerflow never promotes dtypes implicitly; cast one "
                 "side with eagerflow.cast(x, %s)."
                 % (prim.name, _dtname(first[1]), first[0], _dtname(dt), i, _describe(inputs),
-                   device_name, where() if where else "", _dtname(first[1])))
+                   _dev(device), where() if where else "", _dtname(first[1])))
 
 
 def copy_to_device(tensor, device):
@@ -372,6 +373,8 @@ def _dtname(np_dtype):
 
 
 def _dev(device):
+    if device.__class__ is str:
+        return device
     return device.name if device is not None else "?"
 
 

@@ -32,7 +32,7 @@ from eagerflow.ops.indexing.gather_ops import (  # noqa: F401
     gather,
 )
 from eagerflow.ops.indexing.histogram_ops import (  # noqa: F401
-    histogram_fixed_width,
+    histogram_fixed_width, histogram_fixed_width_bins,
 )
 from eagerflow.ops.indexing.index_nd_ops import (  # noqa: F401
     gather_nd, scatter_nd, tensor_scatter_nd_add, tensor_scatter_nd_max, tensor_scatter_nd_min,
@@ -89,6 +89,6 @@ from eagerflow.ops.reduce.reductions import (  # noqa: F401
 from eagerflow.ops.reduce.scans import (  # noqa: F401
     cumsum,
 )
-from eagerflow.ops.strings.string_ops import (  # noqa: F401
+from eagerflow.ops.strings.string_convert import (  # noqa: F401
     as_string,
 )

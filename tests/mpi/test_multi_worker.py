@@ -40,7 +40,8 @@ def test_custom_loop_equals_single_process(tmp_path, n, traced):
         many = json.load(f)
     _assert_same_training(one, many)
     if traced:  # inside @function the all-reduce is a graph node
-        assert many["collective_nodes"] > 0 and one["collective_nodes"] == 0, many
+        assert many["collective_nodes"] == 2 and one["collective_nodes"] == 0, many
+        assert many["merged_nodes"] == 1, many  # gradients and loss: one collective a step
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -2,7 +2,8 @@
 
 Run it in an environment that has tensorflow (not a dependency of eagerflow):
 
-    python scripts/record_tf_reference.py
+    python scripts/record_tf_reference.py            # everything
+    python scripts/record_tf_reference.py ragged     # only the named parts
 
 It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
 string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
@@ -12,6 +13,7 @@ to run the tests.
 
 import json
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -139,8 +141,46 @@ def record_text():
         json.dump(out, f, indent=1)
 
 
-def main():
+def _value(v):
+    if isinstance(v, tf.RaggedTensor):
+        return {"ragged": _plain(v.to_list())}
+    return {"dense": _plain(v.numpy().tolist())}
+
+
+def _plain(x):
+    if isinstance(x, bytes):
+        return x.decode()
+    if isinstance(x, list):
+        return [_plain(y) for y in x]
+    return x
+
+
+def record_ragged_datasets():
+    out = {}
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tests.data.ragged_pipelines import PIPELINES
+
+    for name, build in PIPELINES.items():
+        ds = build(tf)
+        spec = ds.element_spec
+        out[name] = {"spec": repr(spec), "elements": [
+            [_value(c) for c in e] if isinstance(e, tuple) else _value(e) for e in ds]}
+    sig = tf.function(lambda x: tf.reduce_sum(x, axis=1), input_signature=[
+        tf.RaggedTensorSpec([None, None], tf.int32)])
+    out["function_reduce_sum"] = sig(tf.ragged.constant([[1, 2], [], [3]])).numpy().tolist()
+    with open(os.path.join(OUT, "ragged_datasets.json"), "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+        f.write("\n")
+
+
+def main(parts):
     os.makedirs(OUT, exist_ok=True)
+    if parts:
+        for part in parts:
+            {"ragged": record_ragged_datasets}[part]()
+        print("wrote", parts)
+        return
+    record_ragged_datasets()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()
@@ -154,4 +194,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

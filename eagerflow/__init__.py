@@ -50,11 +50,18 @@ from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F4
 from eagerflow import function  # noqa: E402,F401  (the package; calling it traces)
 from eagerflow.function.control_flow import case, cond, switch_case, while_loop  # noqa
 from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
+from eagerflow.ops.array.tensor_array_ops import TensorArray  # noqa: E402,F401
+from eagerflow.function.functional_ops import (  # noqa: E402,F401
+    foldl, foldr, map_fn, scan, vectorized_map,
+)
+from eagerflow.function.py_function import numpy_function, py_function  # noqa: E402,F401
+from eagerflow.function.assertions import Assert  # noqa: E402,F401
+from eagerflow.function.control_deps import control_dependencies, init_scope  # noqa: E402,F401
 
 
 # Heavier subpackages load on first use, keeping ``import eagerflow`` fast.
 _LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summary",
-                    "profiler", "autograph", "io", "image")
+                    "profiler", "autograph", "io", "image", "debugging", "types")
 
 
 def __getattr__(name):

@@ -36,7 +36,8 @@ LAYERS = (
     ("L3 tape", ("tape", "tape_entry", "tape_plan", "autodiff", "custom_gradient")),
     # The root package is the core namespace: it imports function and below, never the
     # libraries (those load lazily on attribute access), so the libraries may import it.
-    ("L4 function", ("function", "autograph", "module", "config", "experimental", "__init__")),
+    ("L4 function", ("function", "autograph", "module", "config", "experimental", "debugging",
+                     "types", "__init__")),
     ("L5 libraries", ("keras", "data", "saved_model", "train", "summary", "profiler",
                       "testing")),
     ("L6 distribute", ("distribute",)),

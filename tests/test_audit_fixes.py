@@ -311,10 +311,13 @@ def test_structure_mismatch_between_dict_and_list_is_a_clear_error():
 
 def test_graph_as_graph_def():
     cf = ef.function(lambda x: x * 2.0 + 1.0).get_concrete_function(ef.TensorSpec([None]))
-    proto = cf.graph.as_graph_def()
-    assert len(proto.SerializeToString()) > 0
+    # As TF's, as_graph_def() is a GraphDef: its nodes are listed (issue 17).
+    graph_def = cf.graph.as_graph_def()
+    assert [n.op for n in graph_def.node].count("Placeholder") == 1
     from eagerflow.function import serialize
 
+    proto = serialize.graph_to_proto(cf.graph)
+    assert len(proto.SerializeToString()) > 0
     loaded = serialize.load_function(proto)
     assert loaded(ef.constant([1.0, 2.0])).numpy().tolist() == [3.0, 5.0]
 

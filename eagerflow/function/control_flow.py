@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from eagerflow import errors, nest
 from eagerflow.framework import context
+from eagerflow.function import composite
 from eagerflow.function import control_flow_exec  # noqa: F401 - registers the executor steps
 from eagerflow.function import control_flow_grad as grad_lib
 from eagerflow.function.graph import Graph, aval_of
@@ -374,8 +375,24 @@ def _cond(pred, true_fn, false_fn, strict, name):
             "value is known at trace time: use a Python `if`." % _at_user_line())
     selector = _scalar_selector(pred, "cond(): pred")
     base = name or "cond"
-    return _build_branches("If", selector, [true_fn, false_fn],
-                           [base + "_true", base + "_false"], strict, "cond")
+    templates = []
+
+    def carrying(fn):
+        # TensorArrays in a branch's result travel as their tensors.
+        def run():
+            result = fn()
+            if not composite.has_composites(result):
+                return result
+            tensors, found = composite.to_tensors(result)
+            templates.append(found)
+            return tensors
+        return run
+
+    out = _build_branches("If", selector, [carrying(true_fn), carrying(false_fn)],
+                          [base + "_true", base + "_false"], strict, "cond")
+    if templates:
+        return composite.from_tensors(templates[0], out)
+    return out
 
 
 def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
@@ -615,6 +632,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                 type(loop_vars).__name__, _at_user_line()))
     if not loop_vars:
         raise ValueError("while_loop(): 'loop_vars' must be provided.")
+    if _state.trace is not None and composite.has_composites(loop_vars):
+        return _while_with_composites(cond, body, loop_vars, shape_invariants,
+                                      parallel_iterations, back_prop, swap_memory,
+                                      maximum_iterations, name)
     if _state.trace is None:
         if back_prop:
             return _eager_while(cond, body, loop_vars, maximum_iterations)
@@ -624,6 +645,53 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             return _eager_while(cond, body, loop_vars, maximum_iterations)
     return _traced_while(cond, body, loop_vars, shape_invariants, maximum_iterations,
                          back_prop, parallel_iterations, name or "while")
+
+
+def _while_with_composites(cond, body, loop_vars, shape_invariants, parallel_iterations,
+                           back_prop, swap_memory, maximum_iterations, name):
+    """A traced loop over TensorArrays: their tensors are the loop variables."""
+    loop_vars = _learn_element_shapes(body, loop_vars)
+    inner, templates = composite.to_tensors(loop_vars)
+    flat_inv = [None] * len(templates) if shape_invariants is None else nest.flatten(
+        shape_invariants)
+    if len(flat_inv) != len(templates):
+        raise ValueError("while_loop(): shape_invariants must have the structure of "
+                         "loop_vars%s." % _at_user_line())
+    flat_inv = [t._loop_invariant() if t is not None and inv is None else inv
+                for t, inv in zip(templates, flat_inv)]
+    invariants = nest.pack_sequence_as(loop_vars, flat_inv)
+
+    def rebuild(args):
+        return composite.from_tensors(templates, list(args))
+
+    def inner_cond(*args):
+        return cond(*rebuild(args))
+
+    def inner_body(*args):
+        result = _normalize_body_result(body(*rebuild(args)), loop_vars)
+        return composite.to_tensors(result)[0]
+
+    out = while_loop(inner_cond, inner_body, inner, invariants, parallel_iterations,
+                     back_prop, swap_memory, maximum_iterations, name)
+    return composite.from_tensors(templates, out)
+
+
+def _learn_element_shapes(body, loop_vars):
+    """TensorArrays entering a loop unwritten learn their element shape from one probe
+    trace of the body, so the loop's tensors keep a known rank (and gradients work)."""
+    flat = nest.flatten(loop_vars)
+    unknown = [k for k, x in enumerate(flat) if composite.is_composite(x)
+               and getattr(x, "_loop_element_unknown", lambda: False)()]
+    if not unknown:
+        return loop_vars
+    probe = BranchTracer(Graph("element_shape_probe"), _state.trace, ())
+    with tracing(probe):
+        result = nest.flatten(_normalize_body_result(body(*loop_vars), loop_vars))
+    for k in unknown:
+        shape = getattr(result[k], "element_shape", None)
+        if shape is not None and shape.rank is not None and shape.is_fully_defined():
+            flat[k] = flat[k]._with_element_shape(shape)
+    return nest.pack_sequence_as(loop_vars, flat)
 
 
 def _normalize_body_result(result, loop_vars):

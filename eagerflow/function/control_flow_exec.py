@@ -19,6 +19,9 @@ Node conventions (built by ``control_flow.py``):
   then the iteration count (int32): the backward pass walks them in reverse.
 * ``Assert(*conditions)``: attrs ``kind`` (``"any"`` or ``"at_most_one"``) and
   ``message``; raises InvalidArgumentError at run time when violated (used by ``case``).
+  Kind ``"data"`` (``eagerflow.debugging.Assert``): inputs ``(condition, *data)``, attrs
+  ``order`` (``s``/``t`` per data item), ``strings`` and ``summarize``; fails when any
+  element of the condition is false, printing the strings and the data's values.
 """
 
 from __future__ import annotations
@@ -173,6 +176,8 @@ def _stack(values, first, node, j):
 def _assert_step(node, device, executor):
     kind = node.attrs.get("kind", "any")
     message = node.attrs.get("message", "assertion failed")
+    if kind == "data":
+        return _assert_data_step(node, message)
 
     def run_assert(*conditions):
         values = [bool(c) for c in conditions]
@@ -183,6 +188,25 @@ def _assert_step(node, device, executor):
         if failed:
             raise errors.InvalidArgumentError(
                 None, "Assert", "%s (conditions: %s)" % (message, values))
+
+    return run_assert
+
+
+def _assert_data_step(node, message):
+    from eagerflow.function.assertions import format_data
+
+    order = node.attrs.get("order", "")
+    strings = list(node.attrs.get("strings", ()))
+    summarize = node.attrs.get("summarize", 3)
+
+    def run_assert(condition, *data):
+        if bool(np.all(np.asarray(condition))):
+            return
+        parts, s, t = [], iter(strings), iter(data)
+        for kind in order:
+            parts.append(next(s) if kind == "s" else np.asarray(next(t)))
+        raise errors.InvalidArgumentError(
+            None, "Assert", "%s: %s" % (message, format_data(parts, summarize)))
 
     return run_assert
 

@@ -140,6 +140,18 @@ class Function:
         """How many times this function has traced."""
         return self._trace_count
 
+    def pretty_printed_concrete_signatures(self, verbose=True):
+        """The signature of every traced graph, one per paragraph (TF's method).
+
+        Example:
+            >>> import eagerflow as ef
+            >>> f = ef.function(lambda x: x + 1.0)
+            >>> _ = f(ef.constant(1.0))
+            >>> "float32" in f.pretty_printed_concrete_signatures()
+            True
+        """
+        return "\n\n".join(c.pretty_printed_signature() for _, c in self._concretes)
+
     def experimental_retrace_reasons(self):
         """One sentence per retrace, saying which argument changed and how."""
         return list(self._retrace_reasons)
@@ -250,20 +262,27 @@ class Function:
                     self._name, self._trace_count + 1, reason)
         first = self._trace_count == 0
         traced = self._traced_callable()
-        concrete = trace_function(traced, arguments, trace_key, self._name,
-                                  allow_variables=first)
+        concrete = self._trace_with_status(traced, arguments, trace_key, first)
         if first and concrete._tracer.created_variables:
             # As TF: a first trace that created variables is traced once more with creation
             # refused, so a function that makes a new variable on every call fails now (with
             # TF's ValueError) instead of silently reusing the first one; the singleton
             # pattern (`if self.v is None: self.v = Variable(...)`) traces cleanly.
-            concrete = trace_function(traced, arguments, trace_key, self._name,
-                                      allow_variables=False)
+            concrete = self._trace_with_status(traced, arguments, trace_key, False)
         self._trace_count += 1
         concrete._last_used = _tick()
         self._concretes.append((trace_key, concrete))
         self._evict()
         return concrete
+
+    def _trace_with_status(self, traced, arguments, trace_key, allow_variables):
+        from eagerflow.function.autograph import conversion
+
+        # Library code that calls user code (a Keras layer's call) converts it only when
+        # this trace has AutoGraph on.
+        with conversion.active(self._autograph):
+            return trace_function(traced, arguments, trace_key, self._name,
+                                  allow_variables=allow_variables)
 
     def get_concrete_function(self, *args, **kwargs):
         """Traces (if needed) for TensorSpecs or example arguments; returns the graph function.

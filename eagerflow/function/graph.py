@@ -161,13 +161,16 @@ class Graph:
         return list(self.nodes)
 
     def as_graph_def(self):
-        """This graph as a protobuf message (``SavedFunction``, this project's GraphDef).
+        """This graph as a ``GraphDef`` protobuf message, as TF's ``as_graph_def``.
 
-        Loads the protobuf module on first use only.
+        ``node`` lists every node (name, op, inputs, attrs, device), ``library`` the
+        sub-graphs of its control flow. ``serialize.graph_to_proto`` gives the whole
+        loadable ``SavedFunction`` (signature and variables too). Loads the protobuf module
+        on first use only.
         """
         from eagerflow.function.serialize import graph_to_proto
 
-        return graph_to_proto(self)
+        return graph_to_proto(self).graph
 
     def pretty(self):
         """A readable listing: one line per node, placeholders as arguments."""

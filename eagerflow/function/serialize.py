@@ -43,7 +43,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors, nest
 from eagerflow.framework import context
-from eagerflow.function import replay
+from eagerflow.function import py_function, replay
 from eagerflow.function.graph import BUILTIN_OPS, Graph, Node
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
@@ -393,6 +393,12 @@ class _Encoder:
         nd.op = node.op
         nd.device = node.device or ""
         nd.stateful = bool(node.stateful)
+        if py_function.runs_python(node):
+            raise errors.UnimplementedError(
+                None, node.op, "Cannot serialize graph %s: node %s is a py_function or "
+                "numpy_function, which runs Python code of this process, and a saved graph "
+                "carries no Python. Write that part with eagerflow ops to save or export "
+                "it." % (graph.name, node.name))
         nd.input.extend(ref(src, index) for src, index in node.inputs)
         nd.input.extend("^" + self.names_of(graph)[id(c)] for c in node.control_inputs)
         for key, value in node.attrs.items():

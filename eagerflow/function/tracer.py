@@ -43,6 +43,7 @@ class Tracer:
         self.parent = parent
         self.created_variables = []
         self.allow_variable_creation = True
+        self.control_inputs = []  # nodes the ops traced now depend on (control_dependencies)
         self._captured = {}  # id(outer object) -> placeholder node
         self._pinned = []
         self._consts = {}
@@ -56,6 +57,8 @@ class Tracer:
             prim.name, [(t._node, t._index) for t in inputs], attrs, out_avals, prim=prim,
             device=_device_string(), stateful=prim.stateful)
         node.origin = user_frame()
+        if self.control_inputs:
+            node.control_inputs.extend(self.control_inputs)
         outs = tuple(SymbolicTensor(self.graph, node, i) for i in range(len(out_avals)))
         result = outs[0] if prim.single else outs
         tapes = _state.tapes

@@ -56,7 +56,8 @@ def apply_vjp(prim, cotangent, inputs, output, attrs, input_shapes, skip=None):
         if g is not None:
             value = g._value if g.__class__ is Tensor else getattr(g, "_value", None)
             g_shape = value.shape if value is not None else tuple(g.shape)
-            if g_shape != shape:
+            # An unknown rank (a TensorArray placeholder in a loop) has nothing to reduce.
+            if g_shape != shape and g_shape is not None and shape is not None:
                 g = sum_to_shape(g, shape)
         out.append(g)
     return out

@@ -459,3 +459,33 @@ def test_closures_see_later_rebinding():
     converted = conversion.convert(f)
     scale = 5.0  # noqa: F841 - read through the shared closure cell
     assert float(ef.function(converted, autograph=False)(ef.constant(1.0))) == 5.0
+
+
+def test_tensor_array_written_in_a_branch_of_a_converted_if():
+    @ef.function
+    def g(x):
+        ta = ef.TensorArray(ef.float32, size=2)
+        if ef.reduce_sum(x) > 0:
+            ta = ta.write(0, x)
+        else:
+            ta = ta.write(1, x)
+        return ta.stack()
+
+    assert g(ef.constant([1.0, 2.0])).numpy().tolist() == [[1.0, 2.0], [0.0, 0.0]]
+    assert g(ef.constant([-1.0, -2.0])).numpy().tolist() == [[0.0, 0.0], [-1.0, -2.0]]
+
+
+def test_keras_layer_call_is_converted_inside_a_function():
+    class Gate(ef.keras.layers.Layer):
+        def call(self, x):
+            if ef.reduce_sum(x) > 0.0:
+                return x * 2.0
+            return -x
+
+    layer = Gate()
+    f = ef.function(lambda x: layer(x))
+    assert f(ef.constant([1.0, 2.0])).numpy().tolist() == [2.0, 4.0]
+    assert f(ef.constant([-1.0, -2.0])).numpy().tolist() == [1.0, 2.0]
+    plain = ef.function(lambda x: layer(x), autograph=False)
+    with pytest.raises(errors.OperatorNotAllowedInGraphError):
+        plain(ef.constant([1.0, 2.0]))

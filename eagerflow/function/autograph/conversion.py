@@ -35,6 +35,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_
 _CACHE = weakref.WeakKeyDictionary()  # code object -> (code, freevars) or an error string
 _LOCK = threading.Lock()
 _RUNTIME = None  # the module bound as ``ag__``
+_status = threading.local()  # .active: a trace with AutoGraph on is running in this thread
 
 
 class ConversionError(Exception):
@@ -90,6 +91,30 @@ def do_not_convert(func=None):
 
     wrapper.__ag_do_not_convert__ = True
     return wrapper
+
+
+# -- on / off for the trace running now -----------------------------------------------------
+def is_active():
+    """True while a function traced with ``autograph=True`` runs in this thread.
+
+    Library code that calls user code itself (a Keras layer calling its ``call``) converts
+    that user code only then.
+    """
+    return getattr(_status, "active", False)
+
+
+class active:  # noqa: N801 - a context manager named for what it states
+    """Marks the block as traced with AutoGraph on (``True``) or off (``False``)."""
+
+    def __init__(self, on):
+        self.on = on
+
+    def __enter__(self):
+        self.saved = getattr(_status, "active", False)
+        _status.active = self.on
+
+    def __exit__(self, *exc):
+        _status.active = self.saved
 
 
 # -- conversion -------------------------------------------------------------------------------
@@ -173,6 +198,14 @@ def _cached_code(func):
         with _LOCK:
             _CACHE[code] = entry
     return entry
+
+
+def convert_user_code(func):
+    """``convert(func)`` if ``func`` (a function or bound method) is user code, else it."""
+    target = getattr(func, "__func__", func)
+    if isinstance(target, types.FunctionType) and _is_user_function(target):
+        return convert(func)
+    return func
 
 
 def convert(func, strict=False):

@@ -18,6 +18,7 @@ import numpy as np
 
 from eagerflow import nest
 from eagerflow.framework import context
+from eagerflow.function import composite
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
 from eagerflow.tensor import Tensor, convert_to_tensor
 
@@ -81,7 +82,7 @@ def _tensorlike(value):
         return False
     for leaf in leaves:
         if isinstance(leaf, (Tensor, np.ndarray, np.generic)) or getattr(
-                leaf, "_is_variable", False):
+                leaf, "_is_variable", False) or composite.is_composite(leaf):
             continue
         if isinstance(leaf, (bool, int, float, complex)) and not isinstance(
                 leaf, (Undefined, UndefinedReturnValue)):
@@ -312,7 +313,7 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, loop_vars,
     """Runs a converted ``for``: Python iteration, or ``while_loop`` over a symbolic tensor."""
     if _symbolic(iterable):
         _tf_loop(None, extra_test, body, get_state, set_state, names, loop_vars, opts,
-                 iterable)
+                 _ElementSource(iterable))
         return
     dataset = _as_dataset(iterable)
     if dataset is not None and _state.trace is not None:
@@ -331,10 +332,9 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, loop_vars,
 
 
 def _as_dataset(value):
-    cls = type(value)
-    for klass in cls.__mro__:
-        if klass.__name__ == "DatasetV2" or (klass.__name__ == "Dataset" and
-                                             klass.__module__.startswith("eagerflow.data")):
+    """``value`` if it is an eagerflow Dataset (found without importing eagerflow.data)."""
+    for klass in type(value).__mro__:
+        if klass.__name__ == "Dataset" and klass.__module__ == "eagerflow.data.dataset":
             return value
     return None
 
@@ -342,11 +342,13 @@ def _as_dataset(value):
 def _loop_value(value):
     """A loop variable's entry value: Python numbers and arrays become tensors."""
     return nest.map_structure(
-        lambda v: v if isinstance(v, Tensor) else convert_to_tensor(v), value)
+        lambda v: v if isinstance(v, Tensor) or composite.is_composite(v)
+        else convert_to_tensor(v), value)
 
 
 def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opts,
-             iterable):
+             elements):
+    """A graph loop: ``while test()``, or over ``elements`` (``more``/``at``/``finish``)."""
     from eagerflow.function.control_flow import while_loop
 
     init = list(get_state())
@@ -364,9 +366,6 @@ def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opt
         if not isinstance(init[i], UndefinedReturnValue):
             init[i] = _loop_value(init[i])
     invariants = _shape_invariants(opts.get("shape_invariants"), init, tensor_idx, names)
-    elements = None
-    if iterable is not None:
-        elements = _ElementSource(iterable)
 
     def with_values(values):
         state = list(init)
@@ -433,6 +432,8 @@ def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opt
         out = while_loop(cond_fn, body_fn, loop_init, shape_invariants=shape_invariants,
                          maximum_iterations=opts.get("maximum_iterations"),
                          parallel_iterations=opts.get("parallel_iterations", 10))
+    if elements is not None and hasattr(elements, "finish"):
+        elements.finish(out[0])
     final = [Undefined(n) for n in names]
     for i in loop_vars:
         final[i] = init[i]
@@ -531,6 +532,13 @@ def _check_loop_var(name, before, after, invariant):
                 name, _where(), _describe_nest(before), _describe_nest(after))) from None
     flat_after = []
     for x, y in zip(nest.flatten(before), nest.flatten(after)):
+        if composite.is_composite(x):
+            if type(y) is not type(x):
+                raise TypeError("'%s' is a %s before the loop, but a %s after one "
+                                "iteration%s." % (name, type(x).__name__, type(y).__name__,
+                                                  _where()))
+            flat_after.append(y)
+            continue
         y = y if isinstance(y, Tensor) else convert_to_tensor(y, dtype=x.dtype)
         if x.dtype is not y.dtype:
             raise TypeError(

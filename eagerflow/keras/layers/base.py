@@ -53,6 +53,7 @@ import numpy as np
 import eagerflow as ef
 from eagerflow import dtypes as dtypes_lib
 from eagerflow.framework import context
+from eagerflow.function.autograph import conversion as autograph_conversion
 from eagerflow.keras import constraints as constraints_lib
 from eagerflow.keras import initializers as initializers_lib
 from eagerflow.keras import mixed_precision
@@ -654,9 +655,12 @@ class Layer(Module):
             inputs, args, kwargs = self._autocast_inputs(inputs, args, kwargs)
 
         _call_stack.frames = frames + ((self, training),)
+        call = self.call
+        if context.state.trace is not None and autograph_conversion.is_active():
+            call = autograph_conversion.convert_user_code(call)  # a user call(), as TF
         try:
             with ef.name_scope(self.name):
-                outputs = self.call(inputs, *args, **kwargs)
+                outputs = call(inputs, *args, **kwargs)
         finally:
             _call_stack.frames = frames
 

@@ -6,9 +6,10 @@ counter and a 64-bit key. Each draw of ``n`` values reads the state, moves the c
 of :mod:`eagerflow.ops.random.random_stateless` on the key and counter it read. The numbers
 therefore equal TF's for the same seed, on every device.
 
-The state lives in a numpy array, read and written only through ``_read_state`` and
-``_write_state``; making it an ``eagerflow.Variable`` (for checkpoints and traced
-functions) means changing those two methods and ``state``.
+The state lives in a non-trainable int64 ``eagerflow.Variable`` (as TF's), read and written
+only through ``_read_state`` and ``_write_state`` eagerly. Inside a traced function a draw
+reads the variable, moves the counter on with graph ops (a 128-bit add in two uint64
+words) and assigns it back, so every call of the graph draws new numbers, as TF's does.
 
 Example:
     >>> import eagerflow as ef
@@ -163,23 +164,34 @@ class Generator:
                 raise TypeError("Generator: copy_from must be a Generator, got %s."
                                 % errors.short_repr(copy_from))
             self._alg = copy_from.algorithm
-            self._value = copy_from._read_state()
+            self._make_variable(copy_from._read_state())
             return
         if state is None or alg is None:
             raise errors.InvalidArgumentError(
                 None, "Generator", "Generator needs copy_from, or both state and alg. Use "
                 "Generator.from_seed(seed) to start from a seed.")
         self._alg = _alg_id(alg)
-        self._value = self._checked_state(state)
+        self._make_variable(self._checked_state(state))
 
     # -- the state: the only two places that touch its storage ---------------------------
 
+    def _make_variable(self, value):
+        from eagerflow.variables import Variable
+
+        self._state_var = Variable(np.array(value, np.int64), dtype=d.int64, trainable=False,
+                                   name="generator_state")
+
     def _read_state(self):
         """A copy of the state: int64 ``[counter_lo, counter_hi, key]``."""
-        return self._value.copy()
+        return np.array(self._state_var.numpy(), np.int64)
 
     def _write_state(self, value):
-        self._value = np.array(value, np.int64)
+        self._state_var.assign(np.array(value, np.int64))
+
+    @property
+    def state_variable(self):
+        """The int64 variable that holds the state."""
+        return self._state_var
 
     # --------------------------------------------------------------------------------------
 
@@ -283,10 +295,27 @@ class Generator:
         return convert_to_tensor(self._read_and_skip(operator.index(delta)))
 
     def _key_counter(self, shape):
+        from eagerflow.framework import context
         from eagerflow.tensor import convert_to_tensor
 
+        if context.state.trace is not None:
+            return self._traced_key_counter(random._size(shape))
         old = self._read_and_skip(random._size(shape)).view(np.uint64)
         return convert_to_tensor(old[2:3].copy()), convert_to_tensor(old[:2].copy())
+
+    def _traced_key_counter(self, count):
+        """Key and counter read from the state variable in the graph; the state moves on."""
+        from eagerflow.ops.math.arithmetic import add, less
+        from eagerflow.ops.math.cast import bitcast, cast
+        from eagerflow.ops.array.join_ops import stack
+        from eagerflow.tensor import convert_to_tensor
+
+        words = bitcast(self._state_var.read_value(), d.uint64)
+        lo, hi, key = words[0], words[1], words[2:3]
+        new_lo = add(lo, convert_to_tensor(np.uint64((256 * int(count)) & _M64)))
+        new_hi = add(hi, cast(less(new_lo, lo), d.uint64))  # the carry
+        self._state_var.assign(bitcast(stack([new_lo, new_hi, words[2]]), d.int64))
+        return key, words[0:2]
 
     def _draw(self, prim, shape, attrs, extra=()):
         return execute(prim, self._key_counter(shape) + tuple(extra), attrs)
@@ -385,7 +414,7 @@ class Generator:
 
     def _make_int64_keys(self, count):
         # A new key is hash(old key, counter + i): one full-range int64 draw.
-        return self.uniform_full_int([count], dtype=d.int64).numpy()
+        return self.uniform_full_int([count], dtype=d.int64)
 
     def make_seeds(self, count=1):
         """Seeds for the stateless ops: an int64 tensor of shape [2, count].
@@ -395,10 +424,11 @@ class Generator:
             >>> ef.random.Generator.from_seed(3).make_seeds(4).shape
             TensorShape([2, 4])
         """
-        from eagerflow.tensor import convert_to_tensor
+        from eagerflow.ops.array.creation_ops import zeros_like
+        from eagerflow.ops.array.join_ops import stack
 
         keys = self._make_int64_keys(operator.index(count))
-        return convert_to_tensor(np.stack([keys, np.zeros_like(keys)]))
+        return stack([keys, zeros_like(keys)])
 
     def split(self, count=1):
         """Returns ``count`` new generators, independent of each other and of this one.
@@ -411,7 +441,14 @@ class Generator:
             >>> bool((a.normal([4]).numpy() != b.normal([4]).numpy()).all())
             True
         """
-        keys = self._make_int64_keys(operator.index(count))
+        from eagerflow.framework import context
+
+        if context.state.trace is not None:
+            raise errors.UnimplementedError(
+                None, "Generator.split", "Generator.split() makes new generators (new state "
+                "variables), which a traced function cannot do on every call: split outside "
+                "the function and pass the generators in, or draw seeds with make_seeds().")
+        keys = self._make_int64_keys(operator.index(count)).numpy()
         return [Generator(state=[0, 0, int(k)], alg=self._alg) for k in keys]
 
     def __repr__(self):

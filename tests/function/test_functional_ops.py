@@ -1,0 +1,147 @@
+"""TensorArray, map_fn, scan, foldl, foldr, vectorized_map: eager, traced, gradients."""
+
+import numpy as np
+import pytest
+
+import eagerflow as ef
+from eagerflow import errors
+
+F64 = ef.float64
+
+
+def _fd_check(loss, x0, seed=0):
+    """Random-direction finite-difference check of d loss / dx in float64."""
+    x = ef.constant(x0, dtype=F64)
+    with ef.GradientTape() as tape:
+        tape.watch(x)
+        value = loss(x)
+    grad = tape.gradient(value, x).numpy()
+    direction = np.random.default_rng(seed).standard_normal(x0.shape)
+    eps = 1e-6
+    plus = float(loss(ef.constant(x0 + eps * direction, dtype=F64)))
+    minus = float(loss(ef.constant(x0 - eps * direction, dtype=F64)))
+    np.testing.assert_allclose(np.sum(grad * direction), (plus - minus) / (2 * eps),
+                               rtol=1e-6, atol=1e-9)
+
+
+# -- TensorArray ----------------------------------------------------------------------------
+def _ta_program(x):
+    ta = ef.TensorArray(ef.float32, size=0, dynamic_size=True)
+    for i in range(3):
+        ta = ta.write(i, x * float(i))
+    ta = ta.scatter([3, 4], ef.stack([x, -x]))
+    return ta.stack(), ta.read(1), ta.gather([0, 4]), ta.concat(), ta.size()
+
+
+def test_tensor_array_eager_and_traced_agree():
+    x = ef.constant([1.0, 2.0])
+    eager = _ta_program(x)
+    traced = ef.function(_ta_program)(x)
+    xs = np.array([1.0, 2.0])
+    want = [np.stack([xs * 0, xs, xs * 2, xs, -xs]), xs, np.stack([xs * 0, -xs]),
+            np.concatenate([xs * 0, xs, xs * 2, xs, -xs]), 5]
+    for got_e, got_t, w in zip(eager, traced, want):
+        np.testing.assert_allclose(got_e.numpy(), w)
+        np.testing.assert_allclose(got_t.numpy(), w)
+
+
+def test_tensor_array_unstack_and_fixed_size_errors():
+    ta = ef.TensorArray(ef.int32, size=3).unstack(ef.constant([[1, 2], [3, 4], [5, 6]]))
+    assert ta.read(2).numpy().tolist() == [5, 6]
+    assert int(ta.size()) == 3
+    with pytest.raises(errors.InvalidArgumentError, match="dynamic_size=True"):
+        ef.TensorArray(ef.float32, size=2).write(2, 1.0)
+    with pytest.raises(ValueError, match="same shape"):
+        ef.TensorArray(ef.float32, size=2, element_shape=[2]).write(0, [1.0, 2.0, 3.0])
+
+
+def test_tensor_array_in_a_traced_while_loop_with_dynamic_size():
+    @ef.function
+    def squares(n):
+        ta = ef.TensorArray(ef.int32, size=0, dynamic_size=True)
+        for i in ef.range(n):
+            ta = ta.write(i, i * i)
+        return ta.stack()
+
+    assert squares(ef.constant(5)).numpy().tolist() == [0, 1, 4, 9, 16]
+    assert squares(ef.constant(0)).numpy().tolist() == []
+
+    @ef.function
+    def explicit(n):
+        ta = ef.TensorArray(ef.float32, size=n)
+        _, ta = ef.while_loop(lambda i, ta: i < n,
+                              lambda i, ta: (i + 1, ta.write(i, ef.fill([2], 1.0))),
+                              (ef.constant(0), ta))
+        return ta.stack()
+
+    assert explicit(ef.constant(3)).numpy().tolist() == [[1.0, 1.0]] * 3
+
+
+def _ta_loss(x):
+    ta = ef.TensorArray(F64, size=3)
+    y = x
+    for i in ef.range(3):
+        y = ef.sin(y) * x
+        ta = ta.write(i, y)
+    return ef.reduce_sum(ta.stack() ** 2)
+
+
+def test_tensor_array_gradient_through_a_traced_loop():
+    _fd_check(ef.function(_ta_loss), np.array([1.0, 2.0, -0.5]))
+    _fd_check(_ta_loss, np.array([1.0, 2.0, -0.5]))  # eagerly too
+
+
+# -- map_fn / scan / folds ------------------------------------------------------------------
+@pytest.mark.parametrize("traced", [False, True])
+def test_map_fn_matches_numpy(traced):
+    x = np.arange(12.0).reshape(4, 3)
+
+    def run(t):
+        return ef.map_fn(lambda r: ef.reduce_sum(r * r), t, fn_output_signature=F64)
+
+    fn = ef.function(run) if traced else run
+    np.testing.assert_allclose(fn(ef.constant(x, F64)).numpy(), (x * x).sum(1))
+    nested = ef.map_fn(lambda p: (p[0] + p[1], p[0] * p[1]),
+                       (ef.constant([1, 2]), ef.constant([3, 4])))
+    assert [t.numpy().tolist() for t in nested] == [[4, 6], [3, 8]]
+
+
+def test_map_fn_signature_errors():
+    with pytest.raises(TypeError, match="fn_output_signature"):
+        ef.map_fn(lambda r: ef.cast(r, ef.float32), ef.constant([1, 2]))
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_scan_foldl_foldr_match_numpy(traced):
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def run(t):
+        return (ef.scan(lambda a, v: a * v, t), ef.scan(lambda a, v: a + v, t, reverse=True),
+                ef.scan(lambda a, v: a + v, t, initializer=ef.constant(10.0, F64)),
+                ef.foldl(lambda a, v: a - v, t, initializer=ef.constant(0.0, F64)),
+                ef.foldr(lambda a, v: a - v, t, initializer=ef.constant(0.0, F64)),
+                ef.foldl(lambda a, v: a * v, t))
+
+    fn = ef.function(run) if traced else run
+    got = [r.numpy() for r in fn(ef.constant(x, F64))]
+    want = [np.cumprod(x), np.cumsum(x[::-1])[::-1], 10 + np.cumsum(x), -x.sum(), -x.sum(),
+            np.prod(x)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+def test_scan_and_map_fn_gradients_match_finite_differences():
+    x0 = np.array([[0.5, 1.5], [2.0, -1.0], [0.3, 0.7]])
+    _fd_check(ef.function(lambda t: ef.reduce_sum(ef.scan(lambda a, v: a * v + ef.sin(a),
+                                                          t))), x0)
+    _fd_check(ef.function(lambda t: ef.reduce_sum(ef.map_fn(
+        lambda r: ef.tanh(r) * r, t))), x0)
+    _fd_check(lambda t: ef.foldr(lambda a, v: a * ef.cos(v), t), x0[:, 0])
+
+
+def test_vectorized_map():
+    x = ef.constant([[1, 5], [7, 2]])
+    assert ef.vectorized_map(lambda r: ef.reduce_max(r), x).numpy().tolist() == [5, 7]
+    traced = ef.function(lambda t: ef.vectorized_map(lambda r: ef.cast(r, ef.float32) * 2.0,
+                                                     t))
+    assert traced(x).numpy().tolist() == [[2.0, 10.0], [14.0, 4.0]]

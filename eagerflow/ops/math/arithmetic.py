@@ -21,6 +21,7 @@ from eagerflow.ops.family import (
     ALL, FLOAT_COMPLEX, INT, NUMERIC, REAL, binary, public_binary, public_unary, unary,
 )
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.tensor import Tensor, convert_to_tensor
 
 
 def _int_div_checked(xp, op):
@@ -153,7 +154,39 @@ pow = public_binary(POW, "pow", "Returns x ** y element-wise.",  # noqa: A001 - 
                     ">>> ef.pow(2.0, 3.0).numpy()\nnp.float32(8.0)")
 negative = public_unary(NEG, "negative", "Returns -x element-wise.",
                         ">>> ef.negative(ef.constant([1, -2])).numpy().tolist()\n[-1, 2]")
-conj = public_unary(CONJ, "conj", "Returns the complex conjugate (identity for reals).")
+
+
+def conj(x, name=None):
+    """Returns the complex conjugate of ``x``; a real ``x`` is returned unchanged (as TF).
+
+    Returning a real input itself, not a copy, matters beyond the API: every product's
+    gradient reads ``g * conj(y)``, and a Conj node on a real tensor would be one more
+    pass over memory in every backward graph.
+
+    Args:
+        x: A Tensor or a value convertible to one.
+        name: Unused (TF compatibility).
+
+    Returns:
+        The conjugate, of x's shape and dtype (``x`` itself when it is real).
+
+    Raises:
+        InvalidArgumentError: If ``x`` is neither numeric nor complex (e.g. bool).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.math.conj(ef.constant([1 + 2j])).numpy().tolist()
+        [(1-2j)]
+    """
+    if not isinstance(x, Tensor):
+        x = convert_to_tensor(x)
+    dtype = x.dtype
+    if dtype.is_floating or dtype.is_integer:
+        return x
+    return execute(CONJ, (x,))
+
+
+conj.__module__ = "eagerflow.math"
 floor = public_unary(FLOOR, "floor", "Returns the largest integer not greater than x.")
 zeros_like_t = public_unary(ZEROS_LIKE, "zeros_like", "Zeros with x's shape and dtype.")
 ONES_LIKE_fn = public_unary(ONES_LIKE, "ones_like", "Ones with x's shape and dtype.")

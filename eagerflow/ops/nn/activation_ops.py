@@ -30,7 +30,7 @@ from eagerflow.ops.family import FLOAT, REAL, UNARY_SHAPES, _sample_values, bina
 from eagerflow.ops.array import join_ops
 from eagerflow.ops.math import complex_math, special_math, unary_math
 from eagerflow.ops.reduce import reductions
-from eagerflow.ops.nn import _fail, _tensor, _upcast, _where
+from eagerflow.ops.nn import _fail, _tensor, _where, softmax_kernels
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor
 
@@ -409,22 +409,39 @@ def _check_class_axis(shape, axis, what="logits"):
 
 def _softmax_kernel(log):
     def factory(xp):
-        exp, logf = xp.exp, xp.log
-
         def kernel(x, *, axis):
             _check_class_axis(x.shape, axis)
-            if x.size == 0:
-                return xp.empty_like(x)
-            work = _upcast(xp, x)
-            shifted = work - work.max(axis=axis, keepdims=True)
-            if log:
-                out = shifted - logf(exp(shifted).sum(axis=axis, keepdims=True))
-            else:
-                out = exp(shifted, out=shifted)  # shifted is a fresh array: reuse it
-                out /= out.sum(axis=axis, keepdims=True)
-            return out.astype(x.dtype, copy=False)
+            return softmax_kernels.forward(xp, x, axis, log)
         return kernel
     return factory
+
+
+def _softmax_grad_kernel(log):
+    def factory(xp):
+        def kernel(g, out, *, axis):
+            _check_class_axis(out.shape, axis, "the softmax result")
+            if g.shape != out.shape:
+                raise errors.InvalidArgumentError(
+                    None, None, "the gradient's shape %s differs from the softmax result's "
+                    "%s; both must be the shape of the logits." % (list(g.shape),
+                                                                    list(out.shape)))
+            return softmax_kernels.backward(xp, g, out, axis, log)
+        return kernel
+    return factory
+
+
+def _softmax_grad_shape(g, out, *, axis):
+    _check_class_axis(out.shape, axis, "the softmax result")
+    if g.shape is not None and out.shape is not None and (
+            len(g.shape) != len(out.shape) or any(
+                a is not None and b is not None and a != b for a, b in zip(g.shape, out.shape))):
+        raise errors.InvalidArgumentError(
+            None, None, "the gradient's shape %s differs from the softmax result's %s; both "
+            "must be the shape of the logits." % (list(g.shape), list(out.shape)))
+    shape = out.shape if out.shape is not None else g.shape
+    if shape is not None and g.shape is not None:
+        shape = tuple(a if a is not None else b for a, b in zip(shape, g.shape))
+    return AbstractValue(shape, out.dtype)
 
 
 def _softmax_shape(x, *, axis):
@@ -445,13 +462,50 @@ def _log_softmax_reference(x, *, axis):
 
 
 def _softmax_vjp(g, x, out, *, axis):
-    # d softmax: out * (g - <g, out>) along the axis.
-    return out * (g - reductions.reduce_sum(g * out, axis=axis, keepdims=True))
+    # d softmax: out * (g - <g, out>) along the axis, one fused kernel.
+    return execute(SOFTMAX_GRAD, (g, out), {"axis": axis})
 
 
 def _log_softmax_vjp(g, x, out, *, axis):
-    # d log_softmax: g - softmax * sum(g), softmax = exp(out).
-    return g - unary_math.exp(out) * reductions.reduce_sum(g, axis=axis, keepdims=True)
+    # d log_softmax: g - softmax * sum(g), softmax = exp(out), one fused kernel.
+    return execute(LOG_SOFTMAX_GRAD, (g, out), {"axis": axis})
+
+
+def _softmax_grad_vjp(c, g, y, out, *, axis):
+    # h = y * g - y * <g, y>:  dh/dg . c = y * (c - <c, y>)  (the same kernel), and
+    # dh/dy . c = c * (g - <g, y>) - <c, y> * g.
+    sum_ = reductions.reduce_sum
+    gy = sum_(g * y, axis=axis, keepdims=True)
+    cy = sum_(c * y, axis=axis, keepdims=True)
+    return execute(SOFTMAX_GRAD, (c, y), {"axis": axis}), c * (g - gy) - cy * g
+
+
+def _log_softmax_grad_vjp(c, g, y, out, *, axis):
+    # h = g - exp(y) * sum(g):  dh/dg . c = c - sum(c * exp(y)), dh/dy . c = -c exp(y) sum(g).
+    sum_ = reductions.reduce_sum
+    p = unary_math.exp(y)
+    return (c - sum_(c * p, axis=axis, keepdims=True),
+            -(c * p) * sum_(g, axis=axis, keepdims=True))
+
+
+def _softmax_grad_reference(g, y, *, axis):
+    return y * (g - (g * y).sum(axis=axis, keepdims=True))
+
+
+def _log_softmax_grad_reference(g, y, *, axis):
+    return g - np.exp(y) * g.sum(axis=axis, keepdims=True)
+
+
+def _softmax_grad_samples(rng, dtype):
+    return [((args[0], _sample_values(rng, args[0].shape, dtype, (-2.0, 2.0))), attrs)
+            for args, attrs in _softmax_samples(rng, dtype)]
+
+
+def _softmax_grad_bad_samples(rng):
+    ones = np.ones((2, 3), np.float32)
+    return [((np.float32(1.0), np.float32(1.0)), {"axis": -1}, errors.InvalidArgumentError),
+            ((ones, ones), {"axis": 2}, errors.InvalidArgumentError),
+            ((ones, np.ones((3, 2), np.float32)), {"axis": -1}, errors.InvalidArgumentError)]
 
 
 def _softmax_samples(rng, dtype):
@@ -477,6 +531,17 @@ LOG_SOFTMAX = registry.primitive(
     "LogSoftmax", _softmax_kernel(True), dtypes=FLOAT, shape_fn=_softmax_shape, family="nn",
     vjp=_log_softmax_vjp, saves=("out",), reference=_log_softmax_reference,
     samples=_softmax_samples, bad_samples=_softmax_bad_samples)
+SOFTMAX_GRAD = registry.primitive(
+    "SoftmaxGrad", _softmax_grad_kernel(False), dtypes=FLOAT, shape_fn=_softmax_grad_shape,
+    family="nn", vjp=_softmax_grad_vjp, saves=(0, 1), reference=_softmax_grad_reference,
+    samples=_softmax_grad_samples, bad_samples=_softmax_grad_bad_samples,
+    doc="The gradient of Softmax from its result: ``y * (g - sum(g * y, axis))``.")
+LOG_SOFTMAX_GRAD = registry.primitive(
+    "LogSoftmaxGrad", _softmax_grad_kernel(True), dtypes=FLOAT, shape_fn=_softmax_grad_shape,
+    family="nn", vjp=_log_softmax_grad_vjp, saves=(0, 1),
+    reference=_log_softmax_grad_reference, samples=_softmax_grad_samples,
+    bad_samples=_softmax_grad_bad_samples,
+    doc="The gradient of LogSoftmax from its result: ``g - exp(y) * sum(g, axis)``.")
 
 
 def _axis_attr(axis, op):

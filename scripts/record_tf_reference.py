@@ -3,7 +3,7 @@
 Run it in an environment that has tensorflow (not a dependency of eagerflow):
 
     python scripts/record_tf_reference.py            # everything
-    python scripts/record_tf_reference.py ragged     # only the named parts
+    python scripts/record_tf_reference.py ragged hashing  # only the named parts
 
 It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
 string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
@@ -173,14 +173,45 @@ def record_ragged_datasets():
         f.write("\n")
 
 
+HASH_WORDS = ["", "a", "Hello", "TensorFlow", "x" * 7, "y" * 8, "z" * 9, "w" * 15,
+              "v" * 16, "the quick brown fox jumps over the lazy dog", "caf\u00e9"]
+
+
+def record_hashing():
+    """tf.strings.to_hash_bucket_strong and keras Hashing(salt=...) on fixed inputs."""
+    out = {"words": HASH_WORDS, "strong": {}, "layers": {}}
+    for key in ((0, 0), (1, 2), (133, 133), (2**63 - 1, 12345), (-1, -7)):
+        out["strong"]["%d,%d" % key] = tf.strings.to_hash_bucket_strong(
+            HASH_WORDS, 2**62, key=list(key)).numpy().tolist()
+    cases = {
+        "salt_int": dict(num_bins=5, salt=133),
+        "salt_pair": dict(num_bins=7, salt=[5, 9]),
+        "salt_mask": dict(num_bins=4, salt=42, mask_value="Hello"),
+        "nosalt_mask": dict(num_bins=4, mask_value="Hello"),
+    }
+    for name, kw in cases.items():
+        layer = tf.keras.layers.Hashing(**kw)
+        out["layers"][name] = {"kwargs": kw, "output": layer(
+            tf.constant([[w] for w in HASH_WORDS])).numpy().tolist()}
+    ints = tf.keras.layers.Hashing(num_bins=11, salt=[3, 4], mask_value=0)
+    out["layers"]["ints"] = {"kwargs": {"num_bins": 11, "salt": [3, 4], "mask_value": 0},
+                             "input": [[0], [1], [-17], [123456789]],
+                             "output": ints(tf.constant([[0], [1], [-17], [123456789]],
+                                                        tf.int64)).numpy().tolist()}
+    with open(os.path.join(OUT, "hashing.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def main(parts):
     os.makedirs(OUT, exist_ok=True)
     if parts:
         for part in parts:
-            {"ragged": record_ragged_datasets}[part]()
+            {"ragged": record_ragged_datasets, "hashing": record_hashing}[part]()
         print("wrote", parts)
         return
     record_ragged_datasets()
+    record_hashing()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()

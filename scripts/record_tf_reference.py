@@ -3,7 +3,7 @@
 Run it in an environment that has tensorflow (not a dependency of eagerflow):
 
     python scripts/record_tf_reference.py            # everything
-    python scripts/record_tf_reference.py ragged hashing  # only the named parts
+    python scripts/record_tf_reference.py ragged hashing resize_aa  # only these parts
 
 It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
 string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
@@ -173,6 +173,26 @@ def record_ragged_datasets():
         f.write("\n")
 
 
+AA_METHODS = ("bilinear", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",
+              "mitchellcubic")
+AA_SIZES = {"small": ((1, 1), (2, 3), (3, 4), (5, 2), (6, 8), (3, 9), (7, 4), (14, 18)),
+            "large": ((5, 7), (11, 13), (24, 30), (17, 5), (1, 48))}
+
+
+def record_resize_antialias():
+    """image.resize with antialias=True over many down- and up-scaling factors."""
+    rng = np.random.default_rng(1)
+    inputs = {"small": _image()[:1], "large": rng.uniform(0, 255, (1, 32, 48, 2)).astype(
+        np.float32)}
+    out = {"input_" + k: v for k, v in inputs.items()}
+    for which, img in inputs.items():
+        for method in AA_METHODS:
+            for h, w in AA_SIZES[which]:
+                out["%s_%s_%dx%d" % (which, method, h, w)] = tf.image.resize(
+                    img, (h, w), method=method, antialias=True).numpy()
+    np.savez_compressed(os.path.join(OUT, "resize_antialias.npz"), **out)
+
+
 HASH_WORDS = ["", "a", "Hello", "TensorFlow", "x" * 7, "y" * 8, "z" * 9, "w" * 15,
               "v" * 16, "the quick brown fox jumps over the lazy dog", "caf\u00e9"]
 
@@ -207,11 +227,13 @@ def main(parts):
     os.makedirs(OUT, exist_ok=True)
     if parts:
         for part in parts:
-            {"ragged": record_ragged_datasets, "hashing": record_hashing}[part]()
+            {"ragged": record_ragged_datasets, "hashing": record_hashing,
+             "resize_aa": record_resize_antialias}[part]()
         print("wrote", parts)
         return
     record_ragged_datasets()
     record_hashing()
+    record_resize_antialias()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()

@@ -19,16 +19,8 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.ops.math import (  # noqa: F401 - the structural ops' families, loaded before use
-    arithmetic, broadcast,
-)
-from eagerflow.ops.array import (  # noqa: F401 - the structural ops' families, loaded before use
-    creation_ops, join_ops, reshape_ops, shape_ops, slicing, tile_repeat_ops,
-)
-from eagerflow.ops.indexing import (  # noqa: F401 - the structural ops' families, loaded before use
-    gather_ops, index_nd_ops, mask_ops, search_ops,
-)
-from eagerflow.ops import registry  # noqa: F401 - the structural ops' families, loaded before use
+from eagerflow.ops import registry
+from eagerflow.ops.strings import structural  # noqa: F401 - strings in the structural ops
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, broadcast_shapes, string_values
 from eagerflow.ops.strings.fingerprint import fingerprint64
@@ -41,6 +33,9 @@ __all__ = [
     "to_hash_bucket_fast",
 ]
 
+# Loaded on first use (eagerflow.as_string, eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
+
 EXPORTS = {
     "": ["as_string"],
     "strings": ["join", "reduce_join", "length", "lower", "upper", "strip", "substr",
@@ -50,16 +45,6 @@ EXPORTS = {
 
 STRING = (d.string,)
 _SWEEP = (d.string,)
-
-# Ops that move elements without reading them accept strings, as in TF. They are declared
-# in their own families for numbers and bools; strings are added here, in one place.
-_STRUCTURAL = ("SelectV2", "BroadcastTo", "Fill", "GatherV2", "GatherNd", "ConcatV2",
-               "SplitV", "Split", "Pack", "Unpack", "BooleanMask", "Reshape", "Transpose",
-               "ExpandDims", "Squeeze", "Unique", "Identity", "Shape", "Size", "Rank",
-               "EnsureShape", "StridedSlice", "Tile", "ReverseV2", "TensorScatterUpdate",
-               "ScatterNd")
-for _name in _STRUCTURAL:
-    registry.add_dtypes(registry.get(_name), STRING)
 
 
 def _as_bytes(value, what):

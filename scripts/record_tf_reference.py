@@ -171,6 +171,15 @@ def record_ragged_datasets():
     with open(os.path.join(OUT, "ragged_datasets.json"), "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
+    from tests.ragged.ragged_op_cases import CASES
+
+    ops = {}
+    for name, build in CASES.items():
+        value = build(tf)
+        ops[name] = {"dtype": value.dtype.name, "values": _plain(value.to_list())}
+    with open(os.path.join(OUT, "ragged_ops.json"), "w") as f:
+        json.dump(ops, f, separators=(",", ":"))
+        f.write("\n")
 
 
 AA_METHODS = ("bilinear", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",

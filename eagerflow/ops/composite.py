@@ -4,7 +4,10 @@ A handful of public functions (``concat``, ``stack``, ``gather``, the reductions
 accept RaggedTensors, as TF's dispatch lets them. The composite type registers its
 implementation here (``register``), from its own module above the ops; the public function
 asks for it (``handler``) only when an argument is not a plain Tensor, so the common path
-pays nothing.
+pays nothing. Elementwise primitives (``Primitive.elementwise``: the unary and binary
+families, cast, the per-string ops) need no public-function code: the dispatcher hands a
+call with a RaggedTensor argument to the ``"elementwise"`` handler, which runs the op on the
+flat values.
 
 Example:
     >>> import eagerflow as ef

@@ -113,6 +113,7 @@ def unary(name, forward, *, dtypes=FLOAT_COMPLEX, out_dtype=None, reference=None
         name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
         saves=saves, family=kwargs.pop("family", "math"), **kwargs)
     prim.domain = ("unary", domain, None)
+    prim.elementwise = True
     return prim
 
 
@@ -128,6 +129,7 @@ def binary(name, forward, *, dtypes=NUMERIC, out_dtype=None, reference=None,
         name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
         saves=saves, family=kwargs.pop("family", "math"), **kwargs)
     prim.domain = ("binary", domain, domain_y or domain)
+    prim.elementwise = True
     return prim
 
 

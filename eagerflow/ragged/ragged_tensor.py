@@ -21,6 +21,7 @@ from eagerflow import errors
 from eagerflow.ops.ragged.ragged_ops import ragged_to_dense
 from eagerflow import _api as api
 from eagerflow import math as segments
+from eagerflow.ops.dispatch import execute
 from eagerflow.ops.math.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
@@ -81,7 +82,7 @@ class RaggedTensor:
         """
         values = values if isinstance(values, RaggedTensor) else convert_to_tensor(values)
         splits = _splits(row_splits, "row_splits")
-        if validate and isinstance(splits, Tensor) and hasattr(splits, "_value"):
+        if validate and splits.__class__ is Tensor:  # eager: values to check (not traced)
             s = np.asarray(splits._value)
             nvals = _nrows_of(values)
             if s.size == 0 or s[0] != 0 or np.any(np.diff(s) < 0) or (
@@ -401,10 +402,11 @@ class RaggedTensor:
             return self.with_flat_values(fn(self.flat_values, other.flat_values))
         other = convert_to_tensor(other, dtype=self.dtype) if not isinstance(other, Tensor) \
             else other
-        if other.ndim:
+        if other.ndim > self.flat_values.ndim - 1:
             raise errors.UnimplementedError(
                 None, "RaggedTensor", "broadcasting a dense tensor of shape %s against a "
-                "RaggedTensor is not supported; use a scalar or a RaggedTensor." % other.shape)
+                "RaggedTensor of shape %s is not supported; use a scalar, a tensor over the "
+                "uniform inner dimensions, or a RaggedTensor." % (other.shape, self.shape))
         return self.with_flat_values(fn(self.flat_values, other))
 
     def __add__(self, o):
@@ -431,6 +433,42 @@ class RaggedTensor:
     def __neg__(self):
         return self.with_flat_values(-self.flat_values)
 
+    def __abs__(self):
+        return self.with_flat_values(abs(self.flat_values))
+
+    def __invert__(self):
+        return self.with_flat_values(~self.flat_values)
+
+    def __floordiv__(self, o):
+        return self._binary(o, lambda a, b: a // b)
+
+    def __mod__(self, o):
+        return self._binary(o, lambda a, b: a % b)
+
+    def __pow__(self, o):
+        return self._binary(o, lambda a, b: a ** b)
+
+    def __rtruediv__(self, o):
+        return self._binary(o, lambda a, b: b / a)
+
+    def __lt__(self, o):
+        return self._binary(o, lambda a, b: a < b)
+
+    def __le__(self, o):
+        return self._binary(o, lambda a, b: a <= b)
+
+    def __gt__(self, o):
+        return self._binary(o, lambda a, b: a > b)
+
+    def __ge__(self, o):
+        return self._binary(o, lambda a, b: a >= b)
+
+    def __and__(self, o):
+        return self._binary(o, lambda a, b: a & b)
+
+    def __or__(self, o):
+        return self._binary(o, lambda a, b: a | b)
+
     def __eq__(self, o):
         return self._binary(o, api.equal)
 
@@ -442,8 +480,19 @@ class RaggedTensor:
 
 def _same_partitions(a, b):
     sa, sb = a.nested_row_splits, b.nested_row_splits
-    return len(sa) == len(sb) and all(
-        np.array_equal(np.asarray(x._value), np.asarray(y._value)) for x, y in zip(sa, sb))
+    if len(sa) != len(sb):
+        return False
+    for x, y in zip(sa, sb):
+        if x is y:
+            continue  # one partition shared (with_flat_values results): no values to read
+        if not (hasattr(x, "_value") and hasattr(y, "_value")):
+            raise errors.UnimplementedError(
+                None, "RaggedTensor", "while tracing, element-wise ops on two RaggedTensors "
+                "need the same row_splits tensors (build one from the other with "
+                "with_flat_values); their values cannot be compared in a graph.")
+        if not np.array_equal(np.asarray(x._value), np.asarray(y._value)):
+            return False
+    return True
 
 
 def _nrows_of(values):
@@ -797,9 +846,37 @@ def _reduce(kind):
     return reduce
 
 
+def _elementwise(prim, args, attrs):
+    """An elementwise primitive with RaggedTensor arguments, run on their flat values (TF's
+    ragged dispatch). Other arguments must broadcast against the flat values: scalars, or
+    dense tensors no deeper than the ragged tensor's inner (uniform) dimensions."""
+    template = next(a for a in args if isinstance(a, RaggedTensor))
+    flat = template.flat_values
+    inner = flat.ndim - 1
+    out = []
+    for a in args:
+        if isinstance(a, RaggedTensor):
+            if a is not template and not _same_partitions(template, a):
+                raise errors.InvalidArgumentError(
+                    None, prim.name, "%s: the RaggedTensor arguments have different row "
+                    "partitions; element-wise ops need the same row_splits." % prim.name)
+            out.append(a.flat_values)
+            continue
+        rank = len(getattr(a, "shape", ())) if hasattr(a, "shape") else np.ndim(a)
+        if rank > inner:
+            raise errors.UnimplementedError(
+                None, prim.name, "%s: broadcasting a dense argument of rank %d against a "
+                "RaggedTensor with %d uniform inner dimension(s) is not supported; use a "
+                "scalar, a RaggedTensor with the same row partitions, or "
+                "RaggedTensor.to_tensor() first." % (prim.name, rank, inner))
+        out.append(a)
+    return template.with_flat_values(execute(prim, tuple(out), attrs))
+
+
 def _register():
     from eagerflow.ops import composite
 
+    composite.register("elementwise", _elementwise)
     composite.register("concat", concat)
     composite.register("stack", stack)
     composite.register("gather", _dispatch_gather)

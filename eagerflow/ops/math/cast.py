@@ -63,6 +63,7 @@ CAST = registry.primitive(
     samples=_cast_samples, grad_samples=_cast_grad_samples,
     sweep_dtypes=(d.float32, d.float64, d.int32),
     shape_fn=lambda x, *, dtype: AbstractValue(x.shape, d.as_dtype(dtype)), family="math")
+CAST.elementwise = True
 
 
 def cast(x, dtype, name=None):

@@ -54,6 +54,7 @@ HASH_BUCKET_STRONG = registry.primitive(
         lambda v: siphash24(key[0], key[1], v) % num_buckets, otypes=[np.int64])(x),
     samples=_samples, sweep_dtypes=(d.string,),
     shape_fn=lambda x, **a: AbstractValue(x.shape, d.int64))
+HASH_BUCKET_STRONG.elementwise = True  # runs on a RaggedTensor's flat values
 
 
 def _int64(v):
@@ -98,7 +99,7 @@ def to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
         raise errors.InvalidArgumentError(
             None, "StringToHashBucketStrong", "key must be a list of 2 integers (the two "
             "64-bit words of the SipHash key), got %r." % (key,))
-    x = convert_to_tensor(input)
+    x = input if getattr(input, "_is_ragged", False) else convert_to_tensor(input)
     if x.dtype is not d.string:
         raise errors.InvalidArgumentError(
             None, "StringToHashBucketStrong", "input must be a string tensor, got %s; "

@@ -25,7 +25,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, broadcast_shapes, string_values
 from eagerflow.ops.strings.fingerprint import fingerprint64
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = [
     "join", "reduce_join", "length", "lower", "upper", "strip", "substr", "regex_full_match",
@@ -45,6 +45,14 @@ EXPORTS = {
 
 STRING = (d.string,)
 _SWEEP = (d.string,)
+
+
+def _values(x):
+    """The input of a per-string op: a RaggedTensor passes through (the dispatcher runs the
+    op on its flat values), anything else becomes a Tensor."""
+    if x.__class__ is not Tensor and getattr(x, "_is_ragged", False):
+        return x
+    return convert_to_tensor(x)
 
 
 def _as_bytes(value, what):
@@ -390,7 +398,7 @@ def length(input, unit="BYTE", name=None):  # noqa: A002
         [3, 4]
     """
     _check_unit(unit, "StringLength")
-    return execute(LENGTH, (convert_to_tensor(input),), {"unit": unit})
+    return execute(LENGTH, (_values(input),), {"unit": unit})
 
 
 def lower(input, encoding="", name=None):  # noqa: A002
@@ -401,7 +409,7 @@ def lower(input, encoding="", name=None):  # noqa: A002
         >>> ef.strings.lower("HeLLo").numpy()
         b'hello'
     """
-    x = convert_to_tensor(input)
+    x = _values(input)
     if encoding:
         return execute(UNICODE_CASE, (x,), {"upper": False})
     return execute(LOWER, (x,))
@@ -415,7 +423,7 @@ def upper(input, encoding="", name=None):  # noqa: A002
         >>> ef.strings.upper("HeLLo").numpy()
         b'HELLO'
     """
-    x = convert_to_tensor(input)
+    x = _values(input)
     if encoding:
         return execute(UNICODE_CASE, (x,), {"upper": True})
     return execute(UPPER, (x,))
@@ -446,7 +454,7 @@ def strip(input, name=None):  # noqa: A002
         >>> ef.strings.strip(["  a b\\n"]).numpy().tolist()
         [b'a b']
     """
-    return execute(STRIP, (convert_to_tensor(input),))
+    return execute(STRIP, (_values(input),))
 
 
 # -- regular expressions -----------------------------------------------------------------------
@@ -492,7 +500,7 @@ def regex_full_match(input, pattern, name=None):  # noqa: A002
         >>> ef.strings.regex_full_match(["ab1", "abc"], "[a-z]+").numpy().tolist()
         [False, True]
     """
-    return execute(REGEX_FULL_MATCH, (convert_to_tensor(input),),
+    return execute(REGEX_FULL_MATCH, (_values(input),),
                    {"pattern": _as_bytes(pattern, "pattern")})
 
 
@@ -529,7 +537,7 @@ def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # n
         >>> ef.strings.regex_replace("a1b22", r"\\d+", "#").numpy()
         b'a#b#'
     """
-    return execute(REGEX_REPLACE, (convert_to_tensor(input),),
+    return execute(REGEX_REPLACE, (_values(input),),
                    {"pattern": _as_bytes(pattern, "pattern"),
                     "rewrite": _as_bytes(rewrite, "rewrite"),
                     "replace_global": bool(replace_global)})
@@ -594,7 +602,7 @@ def to_number(input, out_type=d.float32, name=None):  # noqa: A002
         raise errors.InvalidArgumentError(
             None, "StringToNumber", "to_number: out_type must be one of %s, got %s."
             % (", ".join(_NUMBER_TYPES), out_type.name))
-    return execute(TO_NUMBER, (convert_to_tensor(input),), {"out_type": out_type.name})
+    return execute(TO_NUMBER, (_values(input),), {"out_type": out_type.name})
 
 
 string_to_number = to_number
@@ -673,7 +681,7 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1,  
         >>> ef.strings.as_string([1.5, 2.0], precision=1).numpy().tolist()
         [b'1.5', b'2.0']
     """
-    x = convert_to_tensor(input)
+    x = _values(input)
     if x.dtype is d.string:
         raise errors.InvalidArgumentError(
             None, "AsString", "as_string needs a numeric or bool tensor, got a string tensor.")
@@ -815,5 +823,11 @@ def to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     if int(num_buckets) < 1:
         raise errors.InvalidArgumentError(
             None, "StringToHashBucketFast", "num_buckets must be >= 1, got %r." % num_buckets)
-    return execute(HASH_BUCKET_FAST, (convert_to_tensor(input),),
+    return execute(HASH_BUCKET_FAST, (_values(input),),
                    {"num_buckets": int(num_buckets)})
+
+
+# The per-string ops run on a RaggedTensor's flat values (see eagerflow.ops.composite).
+for _prim in (LENGTH, LOWER, UPPER, STRIP, UNICODE_CASE, REGEX_FULL_MATCH, REGEX_REPLACE,
+              TO_NUMBER, AS_STRING, HASH_BUCKET_FAST):
+    _prim.elementwise = True

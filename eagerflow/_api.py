@@ -31,6 +31,9 @@ from eagerflow.ops.array.tile_repeat_ops import (  # noqa: F401
 from eagerflow.ops.indexing.gather_ops import (  # noqa: F401
     gather,
 )
+from eagerflow.ops.indexing.histogram_ops import (  # noqa: F401
+    histogram_fixed_width,
+)
 from eagerflow.ops.indexing.index_nd_ops import (  # noqa: F401
     gather_nd, scatter_nd, tensor_scatter_nd_add, tensor_scatter_nd_max, tensor_scatter_nd_min,
     tensor_scatter_nd_sub, tensor_scatter_nd_update,

@@ -279,8 +279,10 @@ def _infer_python(value, dtype=None):
                 "deep, more than the %d dimensions a tensor may have."
                 % (_short(value), "at least %d" % depth if depth > 1000 else depth,
                    _MAX_NESTING)) from None
-        raise errors.InvalidArgumentError(
-            None, None, "Cannot convert %s to a tensor: %s. Nested lists must be rectangular."
+        # A plain ValueError, as TF raises for a non-rectangular sequence.
+        raise ValueError(
+            "Can't convert non-rectangular Python sequence to Tensor: %s (%s). Nested lists "
+            "must be rectangular; use eagerflow.ragged.constant for rows of different lengths."
             % (_short(value), exc)) from None
     kind = array.dtype.kind
     if kind == "f":

@@ -341,10 +341,12 @@ class Variable(metaclass=_VariableMeta):
 
     def _check_shape(self, shape, op):
         if not self._shape.is_compatible_with(shape):
-            raise errors.InvalidArgumentError(
-                None, op, "%s: shape %s does not match variable %s of shape %s. Create the "
-                "variable with shape=TensorShape(None) (or None dims) to allow other shapes."
-                % (op, list(shape), self._name, self._shape))
+            message = ("%s: shape %s does not match variable %s of shape %s. Create the "
+                       "variable with shape=TensorShape(None) (or None dims) to allow other "
+                       "shapes." % (op, list(shape), self._name, self._shape))
+            if op == "AssignVariableOp":
+                raise ValueError(message)  # TF's class for assign; assign_add is the op's error
+            raise errors.InvalidArgumentError(None, op, message)
 
     def _write(self, array):
         """The one place that changes the variable's state."""
@@ -354,7 +356,8 @@ class Variable(metaclass=_VariableMeta):
         """Sets the value; returns the variable (or None with ``read_value=False``).
 
         Raises:
-            InvalidArgumentError: If the dtype or shape does not match.
+            InvalidArgumentError: If the dtype does not match.
+            ValueError: If the shape does not match (TF's class).
         """
         if _state.trace is not None:
             _state.trace.assign_variable(self, value, "AssignVariableOp")

@@ -237,8 +237,8 @@ class Tracer:
                 % (op, t.dtype.name, variable.name, variable.dtype.name, _at_user_line()))
         if t._value.shape is not None and not variable.shape.is_compatible_with(
                 t._value.shape) and op == "AssignVariableOp":
-            raise errors.InvalidArgumentError(
-                None, op, "%s: shape %s does not match variable %s of shape %s%s"
+            raise ValueError(  # TF's class, traced as eagerly
+                "%s: shape %s does not match variable %s of shape %s%s"
                 % (op, list(t._value.shape), variable.name, variable.shape, _at_user_line()))
         self.graph.add_node(op, [(t._node, t._index)], {"variable": index}, (),
                             device=_device_string() or variable.device, stateful=True,

@@ -55,6 +55,7 @@ from eagerflow import errors
 from eagerflow import variables as variables_lib
 from eagerflow.io import bundle
 from eagerflow.module import Module
+from eagerflow.train import checkpoint_state
 
 __all__ = ["Checkpoint", "CheckpointOptions", "CheckpointLoadStatus", "SUFFIX",
            "checkpoint_file", "object_graph_variables"]
@@ -604,7 +605,12 @@ class Checkpoint:
         return file_prefix
 
     def save(self, file_prefix, options=None):
-        """Increments ``save_counter`` and writes ``<file_prefix>-<save_counter>``.
+        """Increments ``save_counter``, writes ``<file_prefix>-<save_counter>`` and records it.
+
+        As in TF, the ``checkpoint`` state file in the prefix's directory is then replaced
+        by one naming only this checkpoint, so ``train.latest_checkpoint(directory)`` finds
+        it (``write`` leaves the state file alone; a ``CheckpointManager`` keeps its own
+        list there).
 
         Args:
             file_prefix: The path prefix, e.g. ``"/tmp/run/ckpt"``.
@@ -612,10 +618,25 @@ class Checkpoint:
 
         Returns:
             The checkpoint path, e.g. ``"/tmp/run/ckpt-1"``, for ``restore``.
+
+        Example:
+            >>> import os, tempfile
+            >>> import eagerflow as ef
+            >>> d = tempfile.mkdtemp()
+            >>> ckpt = ef.train.Checkpoint(v=ef.Variable(1.0))
+            >>> _ = ckpt.save(os.path.join(d, "ckpt"))
+            >>> path = ckpt.save(os.path.join(d, "ckpt"))
+            >>> ef.train.latest_checkpoint(d) == path, os.path.basename(path)
+            (True, 'ckpt-2')
         """
         self.save_counter.assign_add(1)
-        return self.write("%s-%d" % (os.fspath(file_prefix), int(self.save_counter.numpy())),
+        path = self.write("%s-%d" % (os.fspath(file_prefix), int(self.save_counter.numpy())),
                           options)
+        # After the checkpoint's file exists, so the state file only names complete ones.
+        checkpoint_state.write_state(
+            os.path.dirname(os.path.abspath(path)),
+            checkpoint_state.CheckpointState(path, [path]))
+        return path
 
     def restore(self, save_path, options=None):
         """Restores the values saved at ``save_path`` (a prefix ``save`` returned).

@@ -23,15 +23,6 @@ _PROGRAMS = harness.collect()
 # recorded values are not tuned; these programs run and must still fail
 # (strict), so a fix shows up as an XPASS to be removed from this list.
 XFAIL = {
-    "errors.non_rectangular_constant": (
-        "constant([[1, 2], [3]]) raises InvalidArgumentError; TF raises ValueError"
-    ),
-    "modules.variable_assign_shape_error": (
-        "Variable.assign with a wrong shape raises InvalidArgumentError; TF raises ValueError"
-    ),
-    "math.bincount_histogram": "tf.math.bincount is not implemented",
-    "saving.latest_checkpoint": "Checkpoint.save does not update the 'checkpoint' state file, so "
-    "tf.train.latest_checkpoint(dir) returns None",
 }
 
 

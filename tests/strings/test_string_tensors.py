@@ -21,10 +21,16 @@ def test_constant_holds_bytes():
     assert ef.constant([], dtype=ef.string).shape == (0,)
 
 
-@pytest.mark.parametrize("bad", [["a", 1], np.array([object()]), [["a"], ["b", "c"]]])
+@pytest.mark.parametrize("bad", [["a", 1], np.array([object()])])
 def test_refuses_non_string_objects(bad):
     with pytest.raises(errors.InvalidArgumentError):
         ef.constant(bad)
+
+
+def test_non_rectangular_strings_raise_value_error_as_tf():
+    with pytest.raises(ValueError, match="non-rectangular") as info:
+        ef.constant([["a"], ["b", "c"]])
+    assert type(info.value) is ValueError
 
 
 def test_no_implicit_string_number_conversion():

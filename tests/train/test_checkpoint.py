@@ -140,6 +140,42 @@ def test_shape_mismatch_and_missing(tmp_path):
         ef.train.Checkpoint(x=3)
 
 
+def test_save_records_itself_in_the_state_file_as_tf(tmp_path, monkeypatch):
+    """Checkpoint.save rewrites ``checkpoint`` to name only the new save (TF 2.21's file:
+    ``model_checkpoint_path: "a-2"`` and one ``all_model_checkpoint_paths: "a-2"``)."""
+    v = ef.Variable(1.0)
+    ckpt = ef.train.Checkpoint(v=v)
+    assert ckpt.save(str(tmp_path / "a")) == str(tmp_path / "a-1")
+    v.assign(2.0)
+    p2 = ckpt.save(str(tmp_path / "a"))
+    assert ef.train.latest_checkpoint(str(tmp_path)) == p2 == str(tmp_path / "a-2")
+    assert (tmp_path / "checkpoint").read_text().splitlines() == [
+        'model_checkpoint_path: "a-2"', 'all_model_checkpoint_paths: "a-2"']
+    # write() leaves the state file alone, as in TF.
+    ckpt.write(str(tmp_path / "w"))
+    assert ef.train.latest_checkpoint(str(tmp_path)) == p2
+    # The state file is in the prefix's own directory; another directory is untouched.
+    p3 = ckpt.save(str(tmp_path / "sub" / "b"))
+    assert ef.train.latest_checkpoint(str(tmp_path / "sub")) == p3
+    assert ef.train.latest_checkpoint(str(tmp_path)) == p2
+    # A relative prefix: the file holds a name relative to its directory and resolves
+    # from both the relative and the absolute directory.
+    monkeypatch.chdir(tmp_path)
+    p4 = ckpt.save("rel")
+    assert p4 == "rel-4"
+    assert ef.train.latest_checkpoint(".") == os.path.join(".", "rel-4")
+    assert ef.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "rel-4")
+    v.assign(0.0)
+    ef.train.Checkpoint(v=v).restore(ef.train.latest_checkpoint(str(tmp_path / "sub")))
+    assert v.numpy() == 2.0
+    # A CheckpointManager in the same directory writes its own list over it.
+    manager = ef.train.CheckpointManager(ckpt, str(tmp_path / "m"), max_to_keep=2)
+    manager.save()
+    q = manager.save()
+    assert ef.train.latest_checkpoint(str(tmp_path / "m")) == q
+    assert len(ef.train.get_checkpoint_state(str(tmp_path / "m")).all_model_checkpoint_paths) == 2
+
+
 def test_manager_max_to_keep_and_state(tmp_path):
     v = ef.Variable(0.0)
     ckpt = ef.train.Checkpoint(v=v)

@@ -17,6 +17,7 @@ The family is one module per concept in this package:
 * :mod:`eagerflow.ops.indexing.segment_ops`: unsorted_segment_sum/max/min/mean, segment_sum.
 * :mod:`eagerflow.ops.indexing.mask_ops`: boolean_mask, one_hot, where_indices.
 * :mod:`eagerflow.ops.indexing.search_ops`: unique, unique_with_counts, searchsorted.
+* :mod:`eagerflow.ops.indexing.histogram_ops`: math.bincount, histogram_fixed_width.
 * this package's ``__init__``: the index checks and helpers they share.
 
 Example:

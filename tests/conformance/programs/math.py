@@ -203,3 +203,79 @@ def p_bincount_histogram(tf):
         "bincount": tf.math.bincount(tf.constant([1, 1, 3, 0])),
         "hist": tf.histogram_fixed_width(tf.constant([0.0, 0.5, 1.0, 4.9]), [0.0, 5.0], nbins=5),
     }
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as e:  # the class name is the result
+        return type(e).__name__
+    return None
+
+
+def p_bincount_weights_and_lengths(tf):
+    a = tf.constant([1, 1, 3, 0, 7])
+    w = tf.constant([0.5, 1.0, 2.0, 3.0, 4.0])
+    return {
+        "minlength": tf.math.bincount(a, minlength=10),
+        "maxlength": tf.math.bincount(a, maxlength=3),
+        "both": tf.math.bincount(a, minlength=5, maxlength=4),
+        "weights": tf.math.bincount(a, weights=w),
+        "weights_f64": tf.math.bincount(a, weights=tf.cast(w, tf.float64), maxlength=2),
+        "int_weights": tf.math.bincount(a, weights=[1, 2, 3, 4, 5]),
+        "dtype_ignored_with_weights": tf.math.bincount(a, weights=w, dtype=tf.float64),
+        "dtype": tf.math.bincount(a, dtype=tf.int64),
+        "binary": tf.math.bincount(a, binary_output=True),
+        "empty": tf.math.bincount(tf.constant([], tf.int32), minlength=2),
+        "floats_cast": tf.math.bincount(tf.constant([1.0, 2.7])),
+        "scalar": tf.math.bincount(tf.constant(2)),
+    }
+
+
+def p_bincount_axis(tf):
+    m = tf.constant([[1, 5], [0, 0], [2, 2]])
+    w = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    return {
+        "flat": tf.math.bincount(m),
+        "axis0": tf.math.bincount(m, axis=0),
+        "rows": tf.math.bincount(m, axis=-1),
+        "rows_weighted": tf.math.bincount(m, weights=w, axis=-1),
+        "rows_lengths": tf.math.bincount(m, minlength=3, maxlength=4, axis=-1),
+        "rows_binary": tf.math.bincount(m, binary_output=True, axis=-1),
+        "rows_empty": tf.math.bincount(tf.zeros([2, 0], tf.int32), axis=-1),
+    }
+
+
+def p_bincount_errors(tf):
+    return {
+        "negative": _raised(lambda: tf.math.bincount(tf.constant([1, -1]))),
+        "axis1": _raised(lambda: tf.math.bincount(tf.constant([[1, 2]]), axis=1)),
+        "rank3_rows": _raised(lambda: tf.math.bincount(tf.zeros([1, 2, 2], tf.int32), axis=-1)),
+        "weights_shape": _raised(lambda: tf.math.bincount(tf.constant([1, 2]),
+                                                          weights=tf.constant([1.0]))),
+        "binary_and_weights": _raised(lambda: tf.math.bincount(
+            tf.constant([1]), weights=tf.constant([1.0]), binary_output=True)),
+        "negative_maxlength": _raised(lambda: tf.math.bincount(tf.constant([1]), maxlength=-1)),
+    }
+
+
+def p_bincount_in_function(tf):
+    @tf.function
+    def f(x, w):
+        return tf.math.bincount(x, weights=w, minlength=4), tf.math.bincount(x, axis=-1)
+
+    out = f(tf.constant([[0, 2], [2, 2]]), tf.constant([[1.0, 2.0], [3.0, 4.0]]))
+    return {"weighted": out[0], "rows": out[1]}
+
+
+def p_histogram_fixed_width_edges(tf):
+    v = tf.constant([-1.0, 0.0, 0.5, 1.0, 4.9, 5.0, 7.0])
+    return {
+        "hist": tf.histogram_fixed_width(v, [0.0, 5.0], nbins=5),
+        "int64": tf.histogram_fixed_width(v, [0.0, 5.0], nbins=3, dtype=tf.int64),
+        "ints": tf.histogram_fixed_width(tf.constant([0, 1, 2, 9]), [0, 10], nbins=5),
+        "default_bins": tf.shape(tf.histogram_fixed_width(v, [0.0, 5.0])),
+        "nan": _raised(lambda: tf.histogram_fixed_width(tf.constant([float("nan")]),
+                                                        [0.0, 1.0], nbins=2)),
+        "bad_range": _raised(lambda: tf.histogram_fixed_width(v, [5.0, 0.0], nbins=5)),
+    }

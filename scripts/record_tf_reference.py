@@ -171,6 +171,17 @@ def record_ragged_datasets():
     with open(os.path.join(OUT, "ragged_datasets.json"), "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
+    from tests.data.ragged_pipelines import SPARSE_PIPELINES
+
+    sparse = {}
+    for name, build in SPARSE_PIPELINES.items():
+        ds = build(tf)
+        sparse[name] = {"spec": repr(ds.element_spec), "elements": [
+            [e.indices.numpy().tolist(), _plain(e.values.numpy().tolist()),
+             e.dense_shape.numpy().tolist()] for e in ds]}
+    with open(os.path.join(OUT, "sparse_datasets.json"), "w") as f:
+        json.dump(sparse, f, separators=(",", ":"))
+        f.write("\n")
     from tests.ragged.ragged_op_cases import CASES
 
     ops = {}

@@ -1,7 +1,9 @@
 """Batching: ``batch``, ``padded_batch``, ``ragged_batch`` and ``unbatch``.
 
 Ragged components (RaggedTensorSpec) batch into RaggedTensors with one more ragged
-dimension and unbatch into their rows, as in tf.data (see ``ragged_elements``).
+dimension and unbatch into their rows, and sparse ones (SparseTensorSpec) into
+SparseTensors of one more dimension, as in tf.data (see ``ragged_elements`` and
+``sparse_elements``).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from contextlib import closing
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.data import ragged_elements, rows as rows_lib, structure
+from eagerflow.data import ragged_elements, rows as rows_lib, sparse_elements, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
 from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape
 
@@ -25,7 +28,7 @@ host_value = structure.host_value
 
 def _batched_spec(spec, batch_dim):
     def one(s):
-        if isinstance(s, RaggedTensorSpec):
+        if isinstance(s, (RaggedTensorSpec, SparseTensorSpec)):
             return s._batch(batch_dim)
         if s.shape.rank is None:
             return TensorSpec(TensorShape(None), s.dtype)
@@ -67,6 +70,10 @@ def stack_elements(batch, leaf_specs=None):
                 any(isinstance(t, RaggedTensor) for t in column):
             out.append(ragged_elements.stack(column))
             continue
+        if leaf_specs is not None and isinstance(leaf_specs[index], SparseTensorSpec) or \
+                any(isinstance(t, SparseTensor) for t in column):
+            out.append(sparse_elements.stack(column))
+            continue
         arrays = [host_value(t) for t in column]
         try:
             out.append(structure.wrap_array(np.stack(arrays)))
@@ -105,7 +112,7 @@ class BatchDataset(Dataset):
 
     def _stacked(self):
         leaf_specs = structure.flatten(self._inputs[0].element_spec)
-        if not any(isinstance(s, RaggedTensorSpec) for s in leaf_specs):
+        if not any(isinstance(s, (RaggedTensorSpec, SparseTensorSpec)) for s in leaf_specs):
             leaf_specs = None
         for batch in _collect(self._inputs[0], self._batch_size, self._drop_remainder):
             yield stack_elements(batch, leaf_specs)
@@ -183,12 +190,12 @@ class PaddedBatchDataset(Dataset):
         leaves = structure.flatten(spec)
         paths = [p or "the element" for p in structure.leaf_paths(spec)]
         for path, s in zip(paths, leaves):
-            if isinstance(s, RaggedTensorSpec):
+            if isinstance(s, (RaggedTensorSpec, SparseTensorSpec)):
                 raise TypeError(
                     "Dataset.padded_batch is only supported for datasets of tensor "
-                    "elements, but component %s is %r. Use ragged_batch (or batch) for "
-                    "ragged components, or map them to dense tensors first with "
-                    "RaggedTensor.to_tensor()." % (path, s))
+                    "elements, but component %s is %r. Use batch (or ragged_batch) for "
+                    "ragged and sparse components, or map them to dense tensors first "
+                    "(RaggedTensor.to_tensor(), tf.sparse.to_dense)." % (path, s))
         if padded_shapes is None:
             for path, s in zip(paths, leaves):
                 if s.shape.rank is None:
@@ -270,7 +277,8 @@ class UnbatchDataset(Dataset):
 
     def _compute_spec(self):
         def one(s):
-            if isinstance(s, RaggedTensorSpec) and s.ragged_rank:
+            if isinstance(s, RaggedTensorSpec) and s.ragged_rank or \
+                    isinstance(s, SparseTensorSpec):
                 return s._unbatch()
             if s.shape.rank is None:
                 return TensorSpec(TensorShape(None), s.dtype)
@@ -298,6 +306,7 @@ class UnbatchDataset(Dataset):
             for element in iterator:
                 flat = structure.flatten(element)
                 arrays = [ragged_elements.rows(t) if isinstance(t, RaggedTensor) else
+                          sparse_elements.rows(t) if isinstance(t, SparseTensor) else
                           _read_only(t) for t in flat]
                 if any(getattr(a, "ndim", 1) == 0 for a in arrays):
                     raise errors.InvalidArgumentError(

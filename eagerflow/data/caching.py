@@ -21,7 +21,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import ragged_elements, structure
+from eagerflow.data import ragged_elements, sparse_elements, structure
 from eagerflow.data.dataset import Dataset
 
 __all__ = ["CacheDataset"]
@@ -136,9 +136,11 @@ class _Writer:
 
     def add(self, element):
         arrays = []
-        for t in structure.flatten(element):  # a RaggedTensor is stored as its arrays
+        for t in structure.flatten(element):  # a Ragged/SparseTensor is stored as its arrays
             if ragged_elements.is_ragged(t):
                 arrays.extend(ragged_elements.component_arrays(t))
+            elif sparse_elements.is_sparse(t):
+                arrays.extend(sparse_elements.component_arrays(t))
             else:
                 arrays.append(np.asarray(t))
         if self.dtypes is None:
@@ -213,7 +215,7 @@ def _read(path, spec):
             None, "cache", "Dataset.cache: the cache in %r holds elements of dtypes %s, but "
             "this dataset produces %s. Delete the directory or use another filename."
             % (path, stored, expected))
-    counts = [ragged_elements.component_count(s) for s in leaves]
+    counts = [_component_count(s) for s in leaves]
     pack = structure.packer(spec)
     wrap = structure.wrap_array
     np_dtypes = [dtypes_lib.as_dtype(name).np_dtype for name in stored]
@@ -241,12 +243,14 @@ def _read(path, spec):
             continue
         for i in range(count):
             values, k = [], 0
-            for n in counts:
+            for n, s in zip(counts, leaves):
                 if n == 1:
                     values.append(wrap(columns[k][i]))
                 else:
+                    helper = sparse_elements if sparse_elements.is_sparse_spec(s) else \
+                        ragged_elements
                     try:
-                        values.append(ragged_elements.from_component_arrays(
+                        values.append(helper.from_component_arrays(
                             [columns[k + j][i] for j in range(n)]))
                     except errors.InvalidArgumentError as exc:
                         raise _damaged(path, exc.message[:200]) from None
@@ -254,11 +258,19 @@ def _read(path, spec):
             yield pack(values)
 
 
+def _component_count(spec):
+    return 3 if sparse_elements.is_sparse_spec(spec) else ragged_elements.component_count(spec)
+
+
 def _component_dtypes(leaves):
-    """The dtype names of the stored arrays: one per dense component, and for a ragged one
-    its values' dtype then int64 for each level of row splits."""
+    """The dtype names of the stored arrays: one per dense component; for a ragged one its
+    values' dtype then int64 for each level of row splits; for a sparse one int64 indices,
+    its values' dtype and an int64 dense shape."""
     out = []
     for s in leaves:
+        if sparse_elements.is_sparse_spec(s):
+            out.extend(["int64", s.dtype.name, "int64"])
+            continue
         out.append(s.dtype.name)
         out.extend(["int64"] * (ragged_elements.component_count(s) - 1))
     return out

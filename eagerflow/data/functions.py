@@ -23,8 +23,9 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import ragged_elements, structure
+from eagerflow.data import ragged_elements, sparse_elements, structure
 from eagerflow.ragged.ragged_tensor import RaggedTensorSpec
+from eagerflow.sparse.sparse_tensor import SparseTensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
@@ -65,6 +66,8 @@ def _probe(spec, unknown_size, fill):
             return ElementsDataset(inner, s.element_spec)
         if isinstance(s, RaggedTensorSpec):
             return ragged_elements.probe(s, unknown_size, fill)
+        if isinstance(s, SparseTensorSpec):
+            return sparse_elements.probe(s, unknown_size, fill)
         dims = [unknown_size if d is None else d for d in s.shape.as_list()]
         return structure.wrap_array(np.full(dims, fill, s.dtype.np_dtype))
 
@@ -111,6 +114,9 @@ def _all_unknown(spec):
         if isinstance(s, RaggedTensorSpec):
             return RaggedTensorSpec(TensorShape(None) if s.shape.rank is None
                                     else [None] * s.shape.rank, s.dtype, s.ragged_rank)
+        if isinstance(s, SparseTensorSpec):
+            return SparseTensorSpec(TensorShape(None) if s.shape.rank is None
+                                    else [None] * s.shape.rank, s.dtype)
         return TensorSpec(TensorShape(None) if s.shape.rank is None
                           else [None] * s.shape.rank, s.dtype)
 

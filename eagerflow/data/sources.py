@@ -9,11 +9,13 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import arguments, ragged_elements, rows as rows_lib, structure
+from eagerflow.data import arguments, ragged_elements, rows as rows_lib, sparse_elements
+from eagerflow.data import structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
 from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
 from eagerflow.ragged.ragged_tensor import constant as ragged_constant
+from eagerflow.sparse.sparse_tensor import SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape
 
@@ -27,6 +29,16 @@ def _refuse_dataset(value, method):
                         "datasets use Dataset.zip or concatenate." % method)
 
 
+def _composite(value):
+    """The helper module for a RaggedTensor or SparseTensor component."""
+    return ragged_elements if ragged_elements.is_ragged(value) else sparse_elements
+
+
+def _spec_of_composite(value):
+    return RaggedTensorSpec.from_value(value) if ragged_elements.is_ragged(value) else \
+        SparseTensorSpec.from_value(value)
+
+
 class TensorSliceDataset(Dataset):
     """``from_tensor_slices``: one element per row of every component (read-only copies)."""
 
@@ -38,7 +50,8 @@ class TensorSliceDataset(Dataset):
             raise errors.InvalidArgumentError(
                 None, "from_tensor_slices", "Dataset.from_tensor_slices needs at least one "
                 "component, got an empty structure %r." % (tensors,))
-        ragged = [ragged_elements.is_ragged(leaf) for leaf in leaves]
+        ragged = [ragged_elements.is_ragged(leaf) or sparse_elements.is_sparse(leaf)
+                  for leaf in leaves]
         arrays = [leaf if r else structure.host_array(leaf) for leaf, r in zip(leaves, ragged)]
         paths = structure.leaf_paths(tensors)
         for path, array in zip(paths, arrays):
@@ -47,7 +60,7 @@ class TensorSliceDataset(Dataset):
                     None, "from_tensor_slices", "Dataset.from_tensor_slices: component %s "
                     "is a scalar and has no first dimension to slice; use "
                     "Dataset.from_tensors for a single element." % (path or "tensors"))
-        sizes = [ragged_elements.nrows(a) if r else a.shape[0] for a, r in zip(arrays, ragged)]
+        sizes = [_composite(a).nrows(a) if r else a.shape[0] for a, r in zip(arrays, ragged)]
         if len(set(sizes)) > 1:
             listing = ", ".join("%s has %d" % (p or "tensors", n) for p, n in zip(paths, sizes))
             raise errors.InvalidArgumentError(
@@ -56,9 +69,10 @@ class TensorSliceDataset(Dataset):
                 "them to a common length." % listing)
         self._arrays = arrays
         self._ragged = any(ragged)
+        self._composite = ragged
         self._size = sizes[0]
         self._spec = structure.pack(tensors, [
-            RaggedTensorSpec.from_value(a)._unbatch() if r else
+            _spec_of_composite(a)._unbatch() if r else
             structure.spec_of_array(a, batched=True) for a, r in zip(arrays, ragged)])
 
     def _cardinality(self):
@@ -70,10 +84,10 @@ class TensorSliceDataset(Dataset):
         return self._ragged_elements()
 
     def _ragged_elements(self):
-        # A RaggedTensor's rows are views of its arrays, not addressable as array rows, so
+        # Rows of a RaggedTensor or SparseTensor are not addressable as array rows, so
         # these slices go element by element (no Rows fast path).
-        columns = [ragged_elements.rows(a) if ragged_elements.is_ragged(a) else None
-                   for a in self._arrays]
+        columns = [_composite(a).rows(a) if r else None
+                   for a, r in zip(self._arrays, self._composite)]
         pack = structure.packer(self._spec)
         wrap = structure.wrap_array
         for i in range(self._size):

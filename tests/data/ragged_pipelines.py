@@ -40,3 +40,25 @@ PIPELINES = {
     "from_tensors": lambda t: t.data.Dataset.from_tensors(rt(t)),
     "concatenate": lambda t: slices(t, rt).concatenate(slices(t, rt)).batch(4),
 }
+
+# SparseTensor elements (recorded into tf_reference/sparse_datasets.json).
+sp = lambda t: t.sparse.SparseTensor([[0, 1], [2, 0], [2, 3]], [5, 6, 7], [3, 4])  # noqa: E731
+records = lambda t: t.data.TFRecordDataset(  # noqa: E731
+    __file__.rsplit("/", 1)[0] + "/tf_reference/examples.tfrecord")
+features = lambda t: {"id": t.io.FixedLenFeature([2], t.int64),  # noqa: E731
+                      "tags": t.io.VarLenFeature(t.int64)}
+SPARSE_PIPELINES = {
+    "slices": lambda t: t.data.Dataset.from_tensor_slices(sp(t)),
+    "batch": lambda t: t.data.Dataset.from_tensor_slices(sp(t)).batch(2),
+    "batch_unbatch": lambda t: t.data.Dataset.from_tensor_slices(sp(t)).batch(2).unbatch(),
+    "map_from_dense": lambda t: t.data.Dataset.from_tensor_slices(
+        [[1, 0, 0], [0, 0, 2], [0, 0, 0]]).map(t.sparse.from_dense).batch(3),
+    "varlen_batch": lambda t: t.data.Dataset.range(4).map(
+        lambda x: t.sparse.from_dense(t.range(x) + 1)).batch(2),
+    "parse_single_then_batch": lambda t: records(t).map(
+        lambda x: t.io.parse_single_example(x, features(t))["tags"]).batch(3),
+    "batch_then_parse": lambda t: records(t).batch(3).map(
+        lambda x: t.io.parse_example(x, features(t))["tags"]),
+    "batch_then_parse_unbatch": lambda t: records(t).batch(3).map(
+        lambda x: t.io.parse_example(x, features(t))["tags"]).unbatch(),
+}

@@ -27,3 +27,6 @@ from eagerflow.distribute import cluster_resolver, experimental  # noqa: F401
 from eagerflow.distribute.multi_worker_mirrored_strategy import (  # noqa: F401
     MultiWorkerMirroredStrategy,
 )
+from eagerflow.distribute.cluster import (  # noqa: F401
+    Server, experimental_connect_to_cluster,
+)

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -42,9 +43,25 @@ from eagerflow.function import rendezvous as rendezvous_lib
 from eagerflow.function.executor import Executor
 from eagerflow.function.placement import FREE_OPS
 
-__all__ = ["make_executor", "MultiDeviceExecutor"]
+__all__ = ["make_executor", "MultiDeviceExecutor", "set_cluster_executor_factory",
+           "step_frame"]
 
 _step_ids = itertools.count()
+# Set by eagerflow.distribute when this process joins a cluster: builds the executor of a
+# graph that places nodes or variables on other tasks (None for a purely local graph).
+_cluster_executor_factory = None
+
+
+def set_cluster_executor_factory(factory):
+    """Installs ``factory(graph) -> executor or None``, asked first by ``make_executor``.
+
+    The cluster runtime (a layer above) plugs in here, so that a traced function placed on
+    ``/job:NAME/task:I`` devices runs partitioned across tasks. Returns the previous one.
+    """
+    global _cluster_executor_factory
+    previous = _cluster_executor_factory
+    _cluster_executor_factory = factory
+    return previous
 
 
 class _Frame(threading.local):
@@ -56,6 +73,24 @@ class _Frame(threading.local):
 
 
 _frame = _Frame()
+
+
+@contextlib.contextmanager
+def step_frame(rendezvous, step_id, deadline=None):
+    """Runs the Send and Recv nodes executed on this thread through ``rendezvous``.
+
+    Args:
+        rendezvous: A Rendezvous (a cluster step's, for a partition of a graph placed on
+            several tasks).
+        step_id: The step id that completes every key of this call.
+        deadline: Seconds a Recv waits (None: the rendezvous default).
+    """
+    saved = (_frame.rendezvous, _frame.step_id, _frame.deadline)
+    _frame.rendezvous, _frame.step_id, _frame.deadline = rendezvous, step_id, deadline
+    try:
+        yield
+    finally:
+        _frame.rendezvous, _frame.step_id, _frame.deadline = saved
 
 
 def current_frame():
@@ -77,6 +112,11 @@ def make_executor(graph):
         An Executor, or a MultiDeviceExecutor when nodes land on several devices. Both have
         ``run(args, captures)``, ``output_devices`` and ``graph``.
     """
+    factory = _cluster_executor_factory
+    if factory is not None:
+        executor = factory(graph)
+        if executor is not None:
+            return executor
     if _trivially_single_device(graph):
         return Executor(graph)
     placement = placement_lib.place(graph)

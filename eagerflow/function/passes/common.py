@@ -84,9 +84,20 @@ def new_node(graph, op, inputs, attrs, avals, *, prim=None, device="", value=Non
 
 
 def resolved_device(node):
-    """The device a node runs on, as the executor resolves it (its string if unknown)."""
+    """The device a node runs on, as the executor resolves it (its string if unknown).
+
+    A device of another task (``/job:ps/task:0``) stays its string: such a node runs in
+    another process, so no rewrite may merge it with this task's nodes.
+    """
+    from eagerflow.framework import context
+    from eagerflow.framework.device_spec import DeviceSpec
     from eagerflow.function.executor import _node_device
 
+    device = node.device
+    if device and ("/job:" in device or "/task:" in device):
+        spec = DeviceSpec.from_string(node.device)
+        if spec.job not in (None, context.LOCAL_JOB) or spec.task not in (None, 0):
+            return node.device
     try:
         return _node_device(node)
     except Exception:  # noqa: BLE001 - an unresolvable device only disables a rewrite

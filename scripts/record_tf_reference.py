@@ -188,6 +188,15 @@ def record_ragged_datasets():
     for name, build in CASES.items():
         value = build(tf)
         ops[name] = {"dtype": value.dtype.name, "values": _plain(value.to_list())}
+    from tests.ragged.ragged_op_cases import FROM_SPARSE, TO_SPARSE
+
+    for name, build in TO_SPARSE.items():
+        st = build(tf)
+        ops["to_sparse_" + name] = [st.indices.numpy().tolist(),
+                                    _plain(st.values.numpy().tolist()),
+                                    st.dense_shape.numpy().tolist()]
+    for name, build in FROM_SPARSE.items():
+        ops["from_sparse_" + name] = _plain(build(tf).to_list())
     with open(os.path.join(OUT, "ragged_ops.json"), "w") as f:
         json.dump(ops, f, separators=(",", ":"))
         f.write("\n")

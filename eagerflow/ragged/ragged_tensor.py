@@ -328,6 +328,72 @@ class RaggedTensor:
             if isinstance(self._values, RaggedTensor) else self._values
         return ragged_to_dense(values, self._row_splits, default_value, widths[0])
 
+    @classmethod
+    def from_sparse(cls, st_input, name=None, row_splits_dtype=d.int64):
+        """The RaggedTensor of a rank-2 SparseTensor whose rows fill their leftmost columns
+        (``tf.RaggedTensor.from_sparse``): what a batch of ``VarLenFeature`` parses to.
+
+        Raises:
+            InvalidArgumentError: If the SparseTensor is not rank 2, not in row-major order,
+                or a row has a gap (it is not "ragged-right").
+
+        Example:
+            >>> import eagerflow as ef
+            >>> st = ef.SparseTensor([[0, 0], [0, 1], [2, 0]], [1, 2, 3], [3, 5])
+            >>> ef.RaggedTensor.from_sparse(st).to_list()
+            [[1, 2], [], [3]]
+        """
+        idx = np.asarray(st_input.indices._value)
+        shape = np.asarray(st_input.dense_shape._value)
+        if shape.size != 2:
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensorFromSparse", "from_sparse needs a rank-2 SparseTensor, got "
+                "rank %d." % shape.size)
+        rows = idx[:, 0] if idx.size else np.zeros(0, np.int64)
+        lengths = np.bincount(rows, minlength=int(shape[0]))[:int(shape[0])].astype(np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths.size else lengths
+        expect_cols = np.arange(len(rows)) - np.repeat(starts, lengths)
+        if idx.size and (np.any(np.diff(rows) < 0) or not np.array_equal(idx[:, 1],
+                                                                          expect_cols)):
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensorFromSparse", "from_sparse needs indices in row-major order "
+                "with each row's values in its leftmost columns (ragged-right); reorder with "
+                "tf.sparse.reorder, or densify with tf.sparse.to_dense.")
+        return cls.from_row_lengths(st_input.values, lengths)
+
+    def to_sparse(self, name=None):
+        """The SparseTensor of this RaggedTensor (``tf.RaggedTensor.to_sparse``): each value at
+        its row and position, the dense shape the bounding shape.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> st = ef.ragged.constant([[1, 2], [], [3]]).to_sparse()
+            >>> st.indices.numpy().tolist(), st.dense_shape.numpy().tolist()
+            ([[0, 0], [0, 1], [2, 0]], [3, 2])
+        """
+        from eagerflow.sparse.sparse_tensor import SparseTensor
+
+        columns = []
+        # The index of every flat value at each ragged level, outermost first.
+        splits = [np.asarray(s._value) for s in self.nested_row_splits]
+        n = int(splits[-1][-1])
+        position = np.arange(n, dtype=np.int64)
+        for s in reversed(splits):
+            rows = np.searchsorted(s[1:], position, side="right").astype(np.int64)
+            columns.insert(0, position - s[rows])
+            position = rows
+        columns.insert(0, position)
+        flat = self.flat_values
+        inner = flat.shape.as_list()[1:]
+        indices = np.stack(columns, 1)
+        if inner:
+            grid = np.indices(inner).reshape(len(inner), -1).T
+            indices = np.concatenate([np.repeat(indices, len(grid), 0),
+                                      np.tile(grid, (len(indices), 1))], 1)
+            flat = api.reshape(flat, [-1])
+        shape = np.asarray(self.bounding_shape()._value, np.int64)
+        return SparseTensor(indices, flat, shape)
+
     def to_list(self):
         """Nested Python lists of the values."""
         flat = self.flat_values.numpy()

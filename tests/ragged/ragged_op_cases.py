@@ -40,3 +40,17 @@ CASES = {
         t.ragged.constant([["1.5", "-2"], [], ["1e3"]])),
     "strings_equal": lambda t: t.equal(words(t), "42"),
 }
+
+# RaggedTensor.to_sparse / from_sparse (recorded as indices, values, dense_shape / lists).
+TO_SPARSE = {
+    "rank1": lambda t: t.ragged.constant([[1, 2], [], [3]]).to_sparse(),
+    "rank2": lambda t: t.ragged.constant([[[1], [2, 3]], [], [[4]]]).to_sparse(),
+    "inner": lambda t: inner(t).to_sparse(),
+    "strings": lambda t: words(t).to_sparse(),
+}
+FROM_SPARSE = {
+    "basic": lambda t: t.RaggedTensor.from_sparse(t.sparse.SparseTensor(
+        [[0, 0], [0, 1], [2, 0]], [1, 2, 3], [3, 5])),
+    "empty_rows": lambda t: t.RaggedTensor.from_sparse(t.sparse.SparseTensor(
+        t.zeros([0, 2], t.int64), t.zeros([0], t.float32), [2, 4])),
+}

@@ -10,7 +10,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from tests.ragged.ragged_op_cases import CASES
+from tests.ragged.ragged_op_cases import CASES, FROM_SPARSE, TO_SPARSE
 
 _REF = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "tf_reference",
                     "ragged_ops.json")
@@ -82,3 +82,31 @@ def test_plain_tensors_are_untouched_by_the_ragged_path():
     x = ef.constant([1.0, -2.0])
     assert ef.abs(x).numpy().tolist() == [1.0, 2.0]
     assert ef.strings.lower(ef.constant(["AB"])).numpy().tolist() == [b"ab"]
+
+
+@pytest.mark.parametrize("name", sorted(TO_SPARSE))
+def test_to_sparse_matches_tensorflow(name):
+    st = TO_SPARSE[name](ef)
+    assert isinstance(st, ef.SparseTensor)
+    got = [st.indices.numpy().tolist(), _plain(st.values.numpy().tolist()),
+           st.dense_shape.numpy().tolist()]
+    assert got == TF["to_sparse_" + name]
+
+
+@pytest.mark.parametrize("name", sorted(FROM_SPARSE))
+def test_from_sparse_matches_tensorflow(name):
+    assert _plain(FROM_SPARSE[name](ef).to_list()) == TF["from_sparse_" + name]
+
+
+def test_from_sparse_of_a_varlen_batch_and_refusals():
+    records = ef.data.TFRecordDataset(os.path.join(
+        os.path.dirname(_REF), "examples.tfrecord")).batch(4)
+    tags = ef.io.parse_example(next(iter(records)), {"tags": ef.io.VarLenFeature(ef.int64)})
+    assert ef.RaggedTensor.from_sparse(tags["tags"]).to_list() == [[], [0], [0, 1], [0, 1, 2]]
+    with pytest.raises(errors.InvalidArgumentError, match="rank-2"):
+        ef.RaggedTensor.from_sparse(ef.SparseTensor([[0]], [1], [3]))
+    with pytest.raises(errors.InvalidArgumentError, match="leftmost"):
+        ef.RaggedTensor.from_sparse(ef.SparseTensor([[0, 1]], [1], [2, 3]))
+    rt = ef.ragged.constant([[1.0], [2.0, 3.0]])
+    back = ef.RaggedTensor.from_sparse(rt.to_sparse())
+    assert back.to_list() == rt.to_list()

@@ -30,6 +30,15 @@ __all__ = ["Dataset", "DatasetIterator", "AUTOTUNE", "INFINITE", "UNKNOWN"]
 _state = _context.state
 
 
+def _numpy(value):
+    """A leaf as numpy, as TF's as_numpy_iterator gives it (a SparseTensor densified)."""
+    if getattr(value, "_is_sparse", False):
+        from eagerflow.sparse.sparse_tensor import to_dense
+
+        return to_dense(value).numpy()
+    return value.numpy()
+
+
 class Dataset:
     """A sequence of elements, each a tensor or a nested tuple/dict of tensors.
 
@@ -94,7 +103,7 @@ class Dataset:
             [[1, 2], [3, 4]]
         """
         for element in self:
-            yield structure.map_structure(lambda t: t.numpy(), element)
+            yield structure.map_structure(_numpy, element)
 
     @property
     def element_spec(self):

@@ -99,3 +99,8 @@ def test_sparse_tensor_spec():
     assert merged == spec
     with pytest.raises(TypeError):
         spec.most_specific_compatible_type(ef.SparseTensorSpec([2, 3], ef.int32))
+
+
+def test_as_numpy_iterator_densifies_sparse_elements_as_tf():
+    ds = ef.data.Dataset.from_tensor_slices(ef.SparseTensor([[0, 1]], [1], [2, 2]))
+    assert [a.tolist() for a in ds.as_numpy_iterator()] == [[0, 1], [0, 0]]  # TF's output

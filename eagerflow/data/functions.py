@@ -69,6 +69,10 @@ def _probe(spec, unknown_size, fill):
         if isinstance(s, SparseTensorSpec):
             return sparse_elements.probe(s, unknown_size, fill)
         dims = [unknown_size if d is None else d for d in s.shape.as_list()]
+        if s.dtype is dtypes_lib.string:  # strings, not the numbers 0 and 1 in an object array
+            array = np.empty(dims, object)
+            array[...] = b"1" * fill
+            return structure.wrap_array(array)
         return structure.wrap_array(np.full(dims, fill, s.dtype.np_dtype))
 
     return structure.map_structure(leaf, spec)

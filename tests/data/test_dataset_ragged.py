@@ -233,3 +233,12 @@ def test_ragged_tensor_spec():
     assert a.most_specific_compatible_type(b) == ef.RaggedTensorSpec([None, None], ef.int32)
     with pytest.raises(TypeError):
         a.most_specific_compatible_type(ef.RaggedTensorSpec([2, None], ef.int64))
+
+
+def test_string_components_are_probed_with_strings():
+    # A function that needs real values (no tracing) is probed with example strings: its
+    # static output shape is found, not left unknown.
+    ds = ef.data.Dataset.from_tensor_slices(["ab", "c"]).map(
+        lambda s: ef.constant([s.numpy().upper(), b"!"]))
+    assert ds.element_spec == ef.TensorSpec([2], ef.string)
+    assert [x.numpy().tolist() for x in ds] == [[b"AB", b"!"], [b"C", b"!"]]

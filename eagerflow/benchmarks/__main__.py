@@ -6,7 +6,8 @@ The GPU workloads (names starting with ``gpu``) follow in a table of their own, 
 to raw cupy and to torch on CUDA, when cupy sees a GPU; otherwise one line says why they
 were skipped.
 
-Usage: ``python -m eagerflow.benchmarks [--filter SUBSTRING] [--quick]``
+Usage: ``python -m eagerflow.benchmarks [--filter SUBSTRING] [--quick]`` (``--filter ps_``: the
+parameter-server group alone)
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def main(argv=None):
     _run_gpu(args.filter, min_time)
     _run_distribute(args.filter, args.quick)
     _run_mpi(args.filter)
+    _run_ps(args.filter)
 
     if not args.filter or "import" in args.filter:
         np_t = import_time("numpy")
@@ -199,6 +201,66 @@ def _run_gpu(name_filter, min_time):
             "%.2fx" % (ef_t / cupy_t) if cupy_t else "-", _fmt(torch_t),
             "%.2fx" % (ef_t / torch_t) if torch_t else "-", workload.note))
 
+
+
+
+PS_ROUNDS = 3  # 1-worker and 2-worker jobs, alternated, for asynchronous steps/s
+
+
+def _run_ps(name_filter):
+    """The ``ps`` group: each workload runs as a local cluster of processes, started here."""
+    import importlib.util
+    import json
+    import tempfile
+
+    selected = [n for n in ("ps_roundtrip_4mb", "ps_async_steps") if name_filter in n]
+    if not selected:
+        return
+    print()
+    if importlib.util.find_spec("grpc") is None:
+        print("ps workloads skipped: grpcio is missing (pip install 'eagerflow[ps]').")
+        return
+    from eagerflow.distribute.cluster_launch import LocalCluster
+
+    def job(mode, workers):
+        with tempfile.TemporaryDirectory() as directory:
+            cluster = LocalCluster(["-m", "eagerflow.benchmarks.ps_workloads", mode],
+                                   {"chief": 1, "ps": 1, "worker": workers},
+                                   env={"EF_BENCH_DIR": directory})
+            code, outputs = cluster.wait_chief(600)
+        rows = []
+        for line in outputs[("chief", 0)].splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                pass
+        if code != 0 or not rows:
+            print("ps %s job failed (%s):\n%s" % (mode, code, outputs[("chief", 0)][-2000:]))
+        return rows
+
+    header = "%-52s %14s %14s %22s" % ("ps workload (local cluster, gRPC)", "eagerflow",
+                                       "baseline", "ratio median [range]")
+    print(header)
+    print("-" * len(header))
+    for row in job("roundtrip", 1) if "ps_roundtrip_4mb" in selected else ():
+        ef_s, raw_s, ratio = row["eagerflow_s"], row["raw_s"], row["ratio"]
+        print("%-52s %14s %14s %10.2fx [%.2f-%.2f]  (raw gRPC echo; %.2f GB/s vs %.2f GB/s, "
+              "%d runs)" % (
+                  "ps_roundtrip_4mb: pull+push a 4 MB ps variable",
+                  _fmt(ef_s["median"] * 1e6), _fmt(raw_s["median"] * 1e6), ratio["median"],
+                  ratio["min"], ratio["max"],
+                  2 * row["bytes"] / ef_s["median"] / 1e9,
+                  2 * row["bytes"] / raw_s["median"] / 1e9, ratio["runs"]))
+    rates = {1: [], 2: []}
+    for _ in range(PS_ROUNDS if "ps_async_steps" in selected else 0):
+        for workers in (2, 1):
+            for row in job("async", workers):
+                rates[workers].append(row["steps_per_s"]["median"])
+    if rates[1] and len(rates[1]) == len(rates[2]):
+        ratios = sorted(b / a for a, b in zip(rates[1], rates[2]))
+        print("%-52s %11.1f/s %11.1f/s %10.2fx [%.2f-%.2f]  (2 workers / 1, %d rounds)" % (
+            "ps_async_steps: MLP 64-128-10 Adam b32 steps/s", _median(rates[2]),
+            _median(rates[1]), _median(ratios), ratios[0], ratios[-1], len(ratios)))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,3 +30,7 @@ from eagerflow.distribute.multi_worker_mirrored_strategy import (  # noqa: F401
 from eagerflow.distribute.cluster import (  # noqa: F401
     Server, experimental_connect_to_cluster,
 )
+from eagerflow.distribute.parameter_server_strategy import (  # noqa: F401,E402
+    ParameterServerStrategy,
+)
+from eagerflow.distribute import coordinator  # noqa: F401,E402

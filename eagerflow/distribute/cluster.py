@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import queue
 import secrets as secrets_lib
 import threading
 
@@ -124,6 +125,34 @@ class _Runtime:
         if not task_partition.names_other_task(graph, self.task):
             return None
         return ClusterExecutor(graph, self.task, runtime=self)
+
+    def wait_for_tasks(self, timeout=60.0):
+        """Waits until every other task answers (they start at about the same time).
+
+        Raises:
+            UnavailableError: Naming the tasks that did not answer within ``timeout`` s.
+        """
+        import time
+
+        end = time.monotonic() + timeout
+        waiting = [t for t in self.tasks() if t != self.task]
+        while waiting:
+            still = []
+            for task in waiting:
+                try:
+                    self.client(task).status(timeout=1.0)
+                except errors.UnauthenticatedError:
+                    raise
+                except errors.OpError:
+                    still.append(task)
+            waiting = still
+            if waiting:
+                if time.monotonic() > end:
+                    raise errors.UnavailableError(
+                        None, "connect_to_cluster", "Tasks %s did not answer within %gs: "
+                        "start them (each runs the same script and serves with "
+                        "ef.distribute.Server(...).join())." % (", ".join(waiting), timeout))
+                time.sleep(0.1)
 
     def shutdown_cluster(self):
         """Asks every other task to stop serving (the chief ending the job)."""
@@ -243,7 +272,8 @@ def _resolve(definition, job_name, task_index):
 
 
 def experimental_connect_to_cluster(cluster_spec_or_resolver, job_name=None, task_index=None,
-                                    protocol=None, secret=None, bind_address=None):
+                                    protocol=None, secret=None, bind_address=None,
+                                    startup_timeout=60.0):
     """Makes this process a task of the cluster that starts and shuts down the job.
 
     TF's ``tf.config.experimental_connect_to_cluster``: after it, functions whose ops are
@@ -258,9 +288,13 @@ def experimental_connect_to_cluster(cluster_spec_or_resolver, job_name=None, tas
         protocol: ``"grpc"``.
         secret: The job's secret (default: ``EAGERFLOW_CLUSTER_SECRET``).
         bind_address: Where to listen (default: loopback).
+        startup_timeout: Seconds to wait for every other task to answer.
 
     Returns:
         The Server of this process's task.
+
+    Raises:
+        UnavailableError: Naming the tasks that did not start in time.
     """
     if job_name is None and not isinstance(cluster_spec_or_resolver, ClusterResolver):
         job_name = "chief"
@@ -269,6 +303,7 @@ def experimental_connect_to_cluster(cluster_spec_or_resolver, job_name=None, tas
     server = Server(cluster_spec_or_resolver, job_name=job_name, task_index=task_index,
                     protocol=protocol, secret=secret, bind_address=bind_address)
     atexit.register(_end_job, server._runtime)
+    server._runtime.wait_for_tasks(startup_timeout)
     return server
 
 
@@ -370,10 +405,9 @@ class ClusterExecutor:
                 continue
             client = runtime.client(part.task)
             try:
-                request = pb.RunGraphRequest(handle=self._handle(k), step_id=step_id,
-                                             deadline_s=deadline)
-                for i in part.input_positions:
-                    wire.encode_tensor(args[i], request.arg.add())
+                request = wire.WithTensors(pb.RunGraphRequest(
+                    handle=self._handle(k), step_id=step_id, deadline_s=deadline), 3,
+                    [args[i] for i in part.input_positions])  # RunGraphRequest.arg
                 pending.append((k, client, client.call_future("RunGraph", request,
                                                               deadline + 5.0)))
             except Exception as exc:  # noqa: BLE001 - raised after the step is aborted
@@ -393,7 +427,13 @@ class ClusterExecutor:
                 except Exception as exc:  # noqa: BLE001 - raised after the step is aborted
                     failures.append(exc)
                     self._abort(step_id, exc, pending)
-        for k, client, future in pending:
+        # Replies are handled as they arrive: a task that fails at once (a dead ps) must
+        # abort the step before anyone waits out a deadline on a Recv from it.
+        arrivals = queue.SimpleQueue()
+        for entry in pending:
+            entry[2].add_done_callback(lambda _f, e=entry: arrivals.put(e))
+        for _ in range(len(pending)):
+            k, client, future = arrivals.get()
             try:
                 reply = future.result()
             except Exception as exc:  # noqa: BLE001

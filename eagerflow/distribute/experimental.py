@@ -12,3 +12,7 @@ from eagerflow.distribute.collective_util import (  # noqa: F401
 from eagerflow.distribute.multi_worker_mirrored_strategy import (  # noqa: F401
     MultiWorkerMirroredStrategy,
 )
+from eagerflow.distribute.parameter_server_strategy import (  # noqa: F401
+    ParameterServerStrategy,
+)
+from eagerflow.distribute import coordinator, partitioners  # noqa: F401,E402

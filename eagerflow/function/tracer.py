@@ -132,6 +132,10 @@ class Tracer:
                 None, getattr(prim, "name", None), "%s: %r cannot be converted to %s: %s" % (
                     getattr(prim, "name", "op"), value, getattr(dtype, "name", "a tensor"),
                     exc)) from None
+        if isinstance(t, SymbolicTensor):
+            # A tensor-like whose conversion ran ops (a sharded variable's concat): those
+            # ops are in this trace already.
+            return self.to_symbolic(t)
         if _embeddable(t._value):
             return self.const(_host_value(t))
         return self.capture(t)

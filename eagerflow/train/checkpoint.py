@@ -88,7 +88,9 @@ class CheckpointOptions:
 
 # -- the object graph ------------------------------------------------------------------------
 def _is_variable(x):
-    return getattr(x, "_is_variable", False)
+    # A variable split into shards (a parameter-server strategy's ShardedVariable) is saved
+    # and restored as one whole tensor, so it restores into any number of shards.
+    return getattr(x, "_is_variable", False) or getattr(x, "_is_sharded_variable", False)
 
 
 def _is_optimizer(x):
@@ -191,7 +193,11 @@ def object_graph_variables(root):
         ['v/.ATTRIBUTES/VARIABLE_VALUE']
     """
     objects, order = _walk(root)
-    out = [(objects[id(o)][0] + _ATTR, o) for o in order if _is_variable(o)]
+    # The shards of a sharded variable are stored through the whole variable only.
+    shards = {id(s) for o in order if getattr(o, "_is_sharded_variable", False)
+              for s in o.variables}
+    out = [(objects[id(o)][0] + _ATTR, o) for o in order
+           if _is_variable(o) and id(o) not in shards]
     for opt in order:
         if not _is_optimizer(opt):
             continue

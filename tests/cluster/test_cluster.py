@@ -87,3 +87,22 @@ def test_optimized_graph_keeps_each_task_s_nodes_apart():
         "/job:chief/replica:0/task:0", "/job:worker/replica:0/task:0",
         "/job:worker/replica:0/task:1"]
     assert all(not n.device for p in parts.partitions for n in p.graph.nodes)
+
+
+def test_tensors_appended_in_one_copy_parse_as_the_ordinary_message():
+    from eagerflow.distribute.rpc import wire
+
+    pb = wire.pb()
+    arrays = [np.arange(12, dtype=np.float32).reshape(3, 4), np.array(True),
+              np.zeros((0, 2)), np.int64(7)]
+    framed = wire.WithTensors(pb.RunGraphRequest(handle="h", step_id=9, deadline_s=2.0), 3,
+                              arrays)
+    plain = pb.RunGraphRequest(handle="h", step_id=9, deadline_s=2.0)
+    for a in arrays:
+        wire.encode_tensor(a, plain.arg.add())
+    parsed = pb.RunGraphRequest.FromString(framed.SerializeToString())
+    assert parsed == plain
+    for got, want in zip(parsed.arg, arrays):
+        out = wire.decode_tensor(got)
+        assert out.dtype == np.asarray(want).dtype and out.shape == np.shape(want)
+        np.testing.assert_array_equal(out, want)

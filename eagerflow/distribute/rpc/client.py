@@ -66,10 +66,10 @@ class WorkerClient:
         self._metadata = ((SECRET_METADATA, _text(secret)),)
         pb = wire.pb()
         self._calls = {}
-        for method, (request, response) in _METHODS.items():
+        for method, (_, response) in _METHODS.items():
             self._calls[method] = self._channel.unary_unary(
                 "/%s/%s" % (SERVICE, method),
-                request_serializer=getattr(pb, request).SerializeToString,
+                request_serializer=_serialize,
                 response_deserializer=getattr(pb, response).FromString)
 
     def close(self):
@@ -96,9 +96,9 @@ class WorkerClient:
 
     def send_tensor(self, key, array, timeout):
         pb = wire.pb()
-        request = pb.SendTensorRequest(tensor_name=key.tensor_name, src_device=key.src_device,
-                                       dst_device=key.dst_device, step_id=key.step_id)
-        wire.encode_tensor(array, request.value)
+        request = wire.WithTensors(pb.SendTensorRequest(
+            tensor_name=key.tensor_name, src_device=key.src_device, dst_device=key.dst_device,
+            step_id=key.step_id), 5, [array])
         self.call("SendTensor", request, timeout,
                   "sending tensor %s from %s to %s (step %d)" % (
                       key.tensor_name, key.src_device, key.dst_device, key.step_id))
@@ -128,7 +128,7 @@ class WorkerClient:
         code = exc.code() if hasattr(exc, "code") else None
         detail = exc.details() if hasattr(exc, "details") else str(exc)
         codes = self._grpc.StatusCode
-        where = "task %s (%s)" % (self.task, self.address)
+        where = "%s (%s)" % (self.task, self.address)
         if code == codes.UNAVAILABLE:
             error = errors.UnavailableError(
                 None, method, "Task %s is unavailable while %s: %s. The task has died or "
@@ -136,19 +136,24 @@ class WorkerClient:
                 "when a ps task is lost." % (where, what, detail))
         elif code == codes.DEADLINE_EXCEEDED:
             error = errors.DeadlineExceededError(
-                None, method, "%s timed out after %gs on %s." % (what[:1].upper() + what[1:],
+                None, method, "%s timed out after %gs on task %s." % (what[:1].upper() + what[1:],
                                                                  timeout, where))
         elif code == codes.UNAUTHENTICATED:
             error = errors.UnauthenticatedError(
                 None, method, "Task %s refused the call (%s): %s" % (where, what, detail))
         elif code == codes.CANCELLED:
-            error = errors.CancelledError(None, method, "%s was cancelled on %s: %s" % (
+            error = errors.CancelledError(None, method, "%s was cancelled on task %s: %s" % (
                 what, where, detail))
         else:
             error = errors.InternalError(
-                None, method, "%s failed on %s: %s %s" % (what, where, code, detail))
+                None, method, "%s failed on task %s: %s %s" % (what, where, code, detail))
         error.task = self.task
         return error
+
+
+def _serialize(message):
+    """A message's bytes (a plain message, or a ``wire.WithTensors``)."""
+    return message.SerializeToString()
 
 
 def _text(secret):

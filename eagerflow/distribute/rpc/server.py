@@ -149,11 +149,9 @@ class WorkerService:
                                         self._send_remote, deadline)
             with step_frame(rendezvous, request.step_id, deadline):
                 outputs = executor.run(args, [])
-            for array in outputs:
-                wire.encode_tensor(array, reply.output.add())
+            return wire.WithTensors(reply, 1, outputs)  # RunGraphResponse.output
         except Exception as exc:  # noqa: BLE001 - reported to the caller as data
             self.inbox.abort_step(request.step_id, exc)
-            del reply.output[:]
             wire.encode_error(exc, self.task, reply.error)
         return reply
 
@@ -215,7 +213,7 @@ def start_grpc_server(service, bind_address, secret):
 
         return grpc.unary_unary_rpc_method_handler(
             handler, request_deserializer=getattr(pb, request_type).FromString,
-            response_serializer=getattr(pb, response_type).SerializeToString)
+            response_serializer=client_lib._serialize)
 
     methods = {
         "RegisterGraph": service.register_graph, "RunGraph": service.run_graph,

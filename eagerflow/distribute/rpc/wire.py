@@ -21,7 +21,8 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 
-__all__ = ["encode_tensor", "decode_tensor", "encode_error", "decode_error", "pb"]
+__all__ = ["encode_tensor", "decode_tensor", "encode_error", "decode_error", "pb",
+           "WithTensors"]
 
 MAX_RANK = 32
 _pb = None
@@ -37,14 +38,8 @@ def pb():
     return _pb
 
 
-def encode_tensor(array, msg=None):
-    """Fills (or makes) a TensorPayload holding ``array``.
-
-    Raises:
-        InvalidArgumentError: The array's dtype cannot travel (strings, objects).
-    """
-    if msg is None:
-        msg = pb().TensorPayload()
+def _wire_array(array):
+    """``(dtype, C-contiguous little-endian host array)`` of an array that may travel."""
     if hasattr(array, "__cuda_array_interface__") and hasattr(array, "get"):
         array = array.get()
     array = np.asarray(array)
@@ -56,10 +51,68 @@ def encode_tensor(array, msg=None):
     if array.dtype.itemsize > 1 and (array.dtype.byteorder == ">" or (
             array.dtype.byteorder == "=" and sys.byteorder == "big")):
         array = array.byteswap()
+    # (np.ascontiguousarray would make a 0-d array 1-d.)
+    return dtype, array if array.flags.c_contiguous else array.copy(order="C")
+
+
+def encode_tensor(array, msg=None):
+    """Fills (or makes) a TensorPayload holding ``array``.
+
+    Raises:
+        InvalidArgumentError: The array's dtype cannot travel (strings, objects).
+    """
+    if msg is None:
+        msg = pb().TensorPayload()
+    dtype, array = _wire_array(array)
     msg.dtype = dtype.name
     msg.shape.extend(array.shape)
-    msg.content = np.ascontiguousarray(array).tobytes()
+    msg.content = array.tobytes()
     return msg
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+class WithTensors:
+    """A message plus tensors for one of its TensorPayload fields, serialized in one copy.
+
+    ``SerializeToString()`` gives exactly the bytes of the message with each array appended
+    as a TensorPayload to field ``field_number`` (protobuf concatenates fields, so the
+    receiver parses an ordinary message), but each array's bytes are copied once, straight
+    into the output, instead of into the message and again into its serialization.
+
+    Args:
+        msg: The message, without those TensorPayloads.
+        field_number: The TensorPayload field (repeated or singular) they belong to.
+        arrays: The arrays.
+    """
+
+    __slots__ = ("msg", "_parts")
+
+    def __init__(self, msg, field_number, arrays):
+        self.msg = msg
+        TensorPayload = pb().TensorPayload
+        tag = _varint(field_number << 3 | 2)
+        parts = []
+        for array in arrays:
+            dtype, array = _wire_array(array)
+            header = TensorPayload(dtype=dtype.name, shape=array.shape).SerializeToString()
+            raw = memoryview(array.reshape(-1)).cast("B")
+            content = b"\x1a" + _varint(len(raw))  # TensorPayload.content: field 3, bytes
+            parts += [tag, _varint(len(header) + len(content) + len(raw)), header, content, raw]
+        self._parts = parts
+
+    def SerializeToString(self):  # noqa: N802 - the protobuf method name grpc calls
+        return b"".join([self.msg.SerializeToString()] + self._parts)
 
 
 def decode_tensor(msg, what="a tensor"):
@@ -100,11 +153,15 @@ def decode_tensor(msg, what="a tensor"):
 
 
 def encode_error(exc, task, msg):
-    """Fills a RemoteError from an exception raised on ``task``."""
+    """Fills a RemoteError from an exception raised on ``task``.
+
+    The error's own ``task`` (the unreachable task, for an UnavailableError raised while
+    talking to another task) is kept: it says which task failed.
+    """
     msg.code = int(getattr(exc, "error_code", errors.UNKNOWN))
     msg.type = type(exc).__name__
     msg.message = str(exc)
-    msg.task = task
+    msg.task = getattr(exc, "task", None) or task
     return msg
 
 
@@ -118,7 +175,7 @@ def decode_error(msg, prefix=""):
     text = msg.message
     if cls is errors.UnknownError and msg.type:
         text = "%s: %s" % (msg.type, text)
-    error = cls(None, None, "%s(on task %s) %s" % (prefix, msg.task, text))
+    error = cls(None, None, "%s(task %s) %s" % (prefix, msg.task, text))
     error.task = msg.task
     error.remote_type = msg.type
     return error

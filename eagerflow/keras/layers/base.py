@@ -432,7 +432,11 @@ class Layer(Module):
             variable = ef.Variable(initial_value=initial_value, trainable=trainable,
                                    name=name or "Variable", dtype=dtype, constraint=constraint,
                                    synchronization=synchronization, aggregation=aggregation)
-        self._layer_weights.append(variable)
+        # A variable split into shards by a strategy's partitioner: its shards are the
+        # layer's weights (what optimizers update and checkpoints store), as in TF.
+        self._layer_weights.extend(getattr(variable, "variables", None)
+                                   if getattr(variable, "_is_sharded_variable", False)
+                                   else [variable])
         if regularizer is not None:
             self._callable_losses.append(_RegularizationLoss(regularizer, variable, name))
         return variable

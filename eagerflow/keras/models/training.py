@@ -555,7 +555,20 @@ class Trainer:
                 out[key] = value
         return out
 
+    def _coordinator(self):
+        """The coordinator that schedules steps on workers (a parameter-server strategy's;
+        it names it through ``_coordinator_for_fit``), or None."""
+        strategy = self._distribute_strategy
+        make = getattr(strategy, "_coordinator_for_fit", None)
+        return make() if make is not None else None
+
     def _run(self, function, data, kind):
+        coordinator = self._coordinator() if kind == "train" else None
+        if coordinator is not None:
+            # Scheduled on a worker with its batch; the result is a RemoteValue.
+            if not self._symbolic_built:
+                self._symbolic_build(data)
+            return coordinator.schedule(function, args=(data,))
         if not getattr(function, "_keras_prepared", False):
             function = self._prepare(function, data, kind)
         if self._distributed():
@@ -677,6 +690,11 @@ class Trainer:
         if unknown:
             raise TypeError("fit() got unexpected keyword argument(s) %s." % sorted(unknown))
         self._assert_compiled()
+        coordinator = self._coordinator()
+        if coordinator is not None and steps_per_epoch is None:
+            raise ValueError("When using `ParameterServerStrategy`, `steps_per_epoch` must be "
+                             "specified: fit schedules that many steps per epoch on the "
+                             "workers.")
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = adapters.train_validation_split(
                 (x, y, sample_weight), validation_split)
@@ -706,9 +724,15 @@ class Trainer:
             for step, data in iterator.enumerate_epoch():
                 callbacks.on_train_batch_begin(step)
                 logs = self._run(self.train_function, data, "train")
-                callbacks.on_train_batch_end(step, logs)
+                # (A scheduled step's logs are a RemoteValue: callbacks get them per epoch.)
+                callbacks.on_train_batch_end(step, logs if coordinator is None else None)
                 if self.stop_training:
                     break
+            if coordinator is not None:
+                # The steps ran asynchronously on the workers: wait for all of them, then
+                # read the metrics (their variables live on the parameter servers).
+                coordinator.join()
+                logs = None
             epoch_logs = pythonify_logs(logs if logs is not None else
                                         self.get_metrics_result())
             if val_iterator is not None and _should_validate(epoch, validation_freq):

@@ -602,9 +602,20 @@ class Optimizer(Module):
         self._iterations.assign_add(1)
 
     def _update_step_all(self, grads, variables, learning_rate):
-        """Runs ``update_step`` per variable (a strategy may override this hook)."""
+        """Runs ``update_step`` per variable (a strategy may override this hook).
+
+        A variable held by another task (a parameter server's) names the device of its
+        update in ``_update_device``: the update's arithmetic runs there, next to the
+        variable and its slots, so only the gradient travels (TF colocates an update with
+        its variable the same way).
+        """
         for grad, var in zip(grads, variables):
-            self.update_step(grad, var, learning_rate)
+            device = getattr(var, "_update_device", None)
+            if device is None:
+                self.update_step(grad, var, learning_rate)
+            else:
+                with ef.device(device):
+                    self.update_step(grad, var, learning_rate)
 
     def update_step(self, gradient, variable, learning_rate):
         """Updates one variable; subclasses implement the algorithm here.

@@ -32,7 +32,7 @@ from eagerflow.ops.indexing.gather_ops import (  # noqa: F401
     gather,
 )
 from eagerflow.ops.indexing.histogram_ops import (  # noqa: F401
-    histogram_fixed_width,
+    histogram_fixed_width, histogram_fixed_width_bins,
 )
 from eagerflow.ops.indexing.index_nd_ops import (  # noqa: F401
     gather_nd, scatter_nd, tensor_scatter_nd_add, tensor_scatter_nd_max, tensor_scatter_nd_min,

@@ -181,6 +181,8 @@ def _to_tensor(value):
 class SignatureFunction:
     """A restored serving signature: keyword tensors in, ``{output name: tensor}`` out.
 
+    A signature with one input may also be called with it as the one positional argument.
+
     Attributes:
         name: The signature key.
         structured_input_signature: ``((), {input name: TensorSpec})``.
@@ -208,11 +210,18 @@ class SignatureFunction:
         return self._loaded.graph
 
     def __call__(self, *args, **kwargs):
-        if args:
-            raise TypeError("Signature %s takes keyword arguments only (%s), got %d "
-                            "positional." % (self.name, ", ".join(s.name for s in self._inputs),
-                                             len(args)))
         names = [s.name for s in self._inputs]
+        if args:
+            # One positional argument binds to a signature's only input, as TF allows
+            # (TF only for a Tensor; any value that converts works here).
+            if len(args) != 1 or len(names) != 1 or kwargs:
+                raise TypeError(
+                    "Signature %s takes keyword arguments (%s); a positional argument is "
+                    "accepted only for a signature with one input, got %d positional and "
+                    "%d keyword argument(s). Call it as %s(%s)." % (
+                        self.name, ", ".join(names), len(args), len(kwargs), self.name,
+                        ", ".join("%s=..." % n for n in names)))
+            kwargs = {names[0]: args[0]}
         if set(kwargs) != set(names):
             raise TypeError("Signature %s takes the inputs %s; got %s." % (
                 self.name, names, sorted(kwargs)))

@@ -17,16 +17,11 @@ PREDICT_METHOD_NAME = "tensorflow/serving/predict"
 
 
 def _is_keras_model(obj):
-    if getattr(obj, "_is_keras_model", False):
-        return True
-    try:
-        from eagerflow.keras.models.model import Model
-    except Exception:  # noqa: BLE001 - Keras unavailable or mid-rewrite: not a Keras model
-        return False
-    return isinstance(obj, Model)
+    # Keras models say so (keras imports this package, so it cannot import keras back).
+    return bool(getattr(obj, "_is_keras_model", False))
 
 
-def _keras_default(model):
+def keras_serving_function(model):
     """A ``serving_default`` function for a Keras model: its call on its inputs' specs with
     a None batch dimension, in inference mode."""
     from eagerflow.function.function import function
@@ -96,7 +91,7 @@ def canonicalize(obj, signatures):
 
     if signatures is None:
         if _is_keras_model(obj):
-            signatures = _keras_default(obj)
+            signatures = keras_serving_function(obj)
         else:
             from eagerflow.saved_model.save import _attributes
 
@@ -124,6 +119,10 @@ def add_signature(model, name, function_index, concrete, input_names):
     for node, input_name in zip(concrete.graph.inputs, input_names):
         serialize._encode_spec(node.avals[0], sig.input.add(), input_name)
     structured = concrete.structured_outputs
+    if structured is None:
+        # A function run for its effects (assigning variables) returns nothing: a signature
+        # with no outputs, called it returns {} (TF refuses None and needs `return {}`).
+        structured = {}
     if isinstance(structured, dict) and all(isinstance(k, str) for k in structured):
         sig.dict_output = True
         items = sorted(structured.items())

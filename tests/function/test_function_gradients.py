@@ -267,3 +267,30 @@ def test_gradient_through_a_function_with_python_arguments():
             y = scaled(x, k)
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), expected)
     assert scaled.experimental_get_tracing_count() == 2
+
+
+def test_gradients_of_slices_and_gathers_along_dimensions_known_only_at_run_time():
+    """x[:, t], x[:1, 1:] and gather over None dimensions inside a while_loop: the gradient
+    ops take the input's run-time shape (TF's StridedSliceGrad/gather gradient do too)."""
+    spec = ef.TensorSpec([None, None, 2], ef.float64)
+
+    @ef.function(input_signature=[spec])
+    def grad(x):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            n = ef.shape(x)[1]
+
+            def body(t, acc):
+                step = ef.reduce_sum(x[:, t] ** 2) + ef.reduce_sum(x[:1, 1:] * 3.0)
+                return t + 1, acc + step + ef.reduce_sum(ef.gather(x, t, axis=1) * 5.0)
+
+            _, total = ef.while_loop(lambda t, acc: t < n, body,
+                                     (ef.constant(0), ef.constant(0.0, ef.float64)))
+        return tape.gradient(total, x)
+
+    for shape in ((2, 3, 2), (3, 1, 2)):
+        x = np.arange(float(np.prod(shape))).reshape(shape)
+        want = 2 * x + 5.0
+        want[:1, 1:] += 3.0 * shape[1]  # read once per iteration
+        np.testing.assert_allclose(grad(x).numpy(), want, rtol=1e-12)
+    assert grad.experimental_get_tracing_count() == 1

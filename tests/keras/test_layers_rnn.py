@@ -283,3 +283,121 @@ def test_rnn_configs():
     assert [type(c).__name__ for c in clone.cell.cells] == ["LSTMCell", "GRUCell"]
     clone = layers.RNN.from_config(layers.RNN(layers.SimpleRNNCell(2)).get_config())
     assert isinstance(clone.cell, layers.SimpleRNNCell)
+
+
+# -- an unknown time dimension: the step runs inside one while_loop -----------------------------
+
+def _has_while(fn, *specs):
+    graph = fn.get_concrete_function(*specs).graph.as_graph_def()
+    return any(node.op == "While" for node in graph.node)
+
+
+@pytest.mark.parametrize("kind,reference", [
+    ("SimpleRNN", simple_step), ("LSTM", lstm_step), ("GRU", gru_step)])
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_unknown_time_dimension_runs_a_while_loop(kind, reference, go_backwards):
+    layer = getattr(layers, kind)(3, return_sequences=True, return_state=True,
+                                  go_backwards=go_backwards, dtype="float64")
+    spec = ef.TensorSpec([None, None, 2], ef.float64)
+
+    @ef.function(input_signature=[spec])
+    def run(x):
+        return layer(x)
+
+    x = randn(4, 7, 2)
+    eager = layer(x)  # builds the weights; a static time dimension is unrolled
+    assert _has_while(run)
+    for steps in (7, 3, 1):  # one trace serves every length
+        got = run(ef.constant(x[:, :steps]))
+        want = layer(x[:, :steps])
+        zeros = [np.zeros((4, 3))] * (2 if kind == "LSTM" else 1)
+        ref_seq, ref_states = run_ref(reference, x[:, :steps], zeros, _weights(layer),
+                                      go_backwards)
+        np.testing.assert_allclose(got[0].numpy(), ref_seq, rtol=1e-10, atol=1e-12)
+        for g, w, r in zip(got[1:], want[1:], ref_states):
+            np.testing.assert_allclose(g.numpy(), r, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-14)
+    assert len(eager) == len(got)
+    assert run.get_concrete_function().structured_outputs[0].shape.as_list() == [None, None, 3]
+
+
+@pytest.mark.parametrize("zero_output", [False, True])
+def test_unknown_time_dimension_with_a_mask(zero_output):
+    layer = layers.LSTM(3, return_sequences=True, zero_output_for_mask=zero_output,
+                        dtype="float64")
+    x = randn(3, 5, 2)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [0, 1, 1, 0, 1]], bool)
+    layer(x)
+
+    @ef.function(input_signature=[ef.TensorSpec([None, None, 2], ef.float64),
+                                  ef.TensorSpec([None, None], ef.bool)])
+    def run(x, mask):
+        return layer(x, mask=mask)
+
+    ref, _ = run_ref(lstm_step, x, [np.zeros((3, 3))] * 2, _weights(layer), mask=mask,
+                     zero_output=zero_output)
+    np.testing.assert_allclose(run(x, mask).numpy(), ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(run(x, mask).numpy(), layer(x, mask=mask).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM", "GRU"])
+def test_unknown_time_dimension_gradients_equal_eager(kind):
+    layer = getattr(layers, kind)(3, dtype="float64")
+    x = ef.constant(randn(2, 4, 2))
+    layer(x)
+
+    def loss_and_grads(x):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            loss = ef.reduce_sum(layer(x) ** 2)
+        return tape.gradient(loss, [x] + layer.trainable_weights)
+
+    traced = ef.function(loss_and_grads,
+                         input_signature=[ef.TensorSpec([None, None, 2], ef.float64)])
+    assert _has_while(traced)
+    for got, want in zip(traced(x), loss_and_grads(x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    check_layer_gradients(layer, randn(2, 3, 2))  # float64 finite differences, eagerly
+
+
+def test_functional_model_over_variable_length_sequences():
+    """``Input(shape=(None, features))`` (TF's text-classification pattern): the model is
+    built symbolically with an unknown time dimension; a training step traced for any
+    length (a while_loop) updates the weights exactly as the eager (unrolled) step."""
+    def build():
+        inputs = ef.keras.Input(shape=(None, 3))
+        h = layers.Masking()(inputs)
+        h = layers.GRU(5, return_sequences=True)(h)
+        h = layers.LSTM(4)(h)
+        return ef.keras.Model(inputs, layers.Dense(1)(h))
+
+    model, twin = build(), build()
+    twin.set_weights(model.get_weights())
+    assert model.layers[2].output.shape.as_list() == [None, None, 5]
+    assert model.output_shape == (None, 1)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6, 3)).astype(np.float32)
+    x[1, 4:] = 0.0  # padded steps, masked
+    y = rng.normal(size=(4, 1)).astype(np.float32)
+
+    def train_step(m, x, y):
+        with ef.GradientTape() as tape:
+            loss = ef.reduce_mean((m(x, training=True) - y) ** 2)
+        grads = tape.gradient(loss, m.trainable_weights)
+        for v, g in zip(m.trainable_weights, grads):
+            v.assign_sub(0.1 * g)
+        return loss
+
+    traced = ef.function(lambda x, y: train_step(model, x, y), input_signature=[
+        ef.TensorSpec([None, None, 3], ef.float32), ef.TensorSpec([None, 1], ef.float32)])
+    for steps in (6, 4, 6):
+        got, want = traced(x[:, :steps], y), train_step(twin, x[:, :steps], y)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    for a, b in zip(model.get_weights(), twin.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert traced.experimental_get_tracing_count() == 1  # one graph for every length
+    np.testing.assert_allclose(model.predict(x[:, :2], verbose=0), twin(x[:, :2]).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    model.compile(optimizer=ef.keras.optimizers.Adam(0.01), loss="mse")
+    history = model.fit(x, y, epochs=15, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]

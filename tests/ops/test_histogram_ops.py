@@ -172,3 +172,37 @@ def test_histogram_fixed_width_matches_tf_rule():
         return ef.histogram_fixed_width(x, [0.0, 5.0], nbins=7)
 
     np.testing.assert_array_equal(traced(ef.constant(values)).numpy(), got.numpy())
+
+
+def test_bincount_of_ragged_and_sparse_values_as_tf():
+    # TF 2.21: bincount(ragged [[1, 2], [3]]) = [0 1 1 1]; sparse values [1, 3] -> [0 1 0 1].
+    rt = ef.ragged.constant([[1, 2], [3]])
+    assert ef.math.bincount(rt).numpy().tolist() == [0, 1, 1, 1]
+    weights = ef.ragged.constant([[0.5, 1.0], [2.0]])
+    assert ef.math.bincount(rt, weights=weights).numpy().tolist() == [0.0, 0.5, 1.0, 2.0]
+    st = ef.sparse.SparseTensor([[0, 0], [1, 1]], [1, 3], [2, 2])
+    assert ef.math.bincount(st, minlength=5).numpy().tolist() == [0, 1, 0, 1, 0]
+    with pytest.raises(errors.UnimplementedError, match="axis=-1"):
+        ef.math.bincount(rt, axis=-1)
+
+
+def test_histogram_fixed_width_bins_matches_numpy_and_traces():
+    rng = np.random.default_rng(2)
+    values = rng.uniform(-2, 7, size=(5, 8)).astype(np.float32)
+    got = ef.histogram_fixed_width_bins(values, [0.0, 5.0], nbins=7)
+    scaled = (values - np.float32(0.0)) / np.float32(5.0)
+    want = np.clip(np.floor(scaled * np.float32(7)), 0, 6).astype(np.int32)
+    assert got.dtype == ef.int32 and got.shape == (5, 8)
+    np.testing.assert_array_equal(got.numpy(), want)
+    # Counting the bins gives the histogram.
+    np.testing.assert_array_equal(
+        np.bincount(got.numpy().ravel(), minlength=7),
+        ef.histogram_fixed_width(values, [0.0, 5.0], nbins=7).numpy())
+
+    @ef.function(input_signature=[ef.TensorSpec([None, None], ef.float32)])
+    def traced(x):
+        return ef.histogram_fixed_width_bins(x, [0.0, 5.0], nbins=7)
+
+    np.testing.assert_array_equal(traced(values).numpy(), got.numpy())
+    with pytest.raises(errors.InvalidArgumentError, match="nbins"):
+        ef.histogram_fixed_width_bins(values, [0.0, 5.0], nbins=0)

@@ -109,8 +109,11 @@ def test_in_process_load_signatures_and_errors(saved):
                                   net(ef.constant(X)).numpy())
     with pytest.raises(ValueError, match=r"stats\(v: float32\[None\]\)"):
         m.stats(ef.constant([[1.0]]))
-    with pytest.raises(TypeError, match="keyword"):
-        sig(X)
+    # One positional argument binds to the only input, as TF (the old refusal was wrong).
+    np.testing.assert_array_equal(sig(X)["output_0"].numpy(), sig(features=X)["output_0"])
+    for bad in ((X, X), (X,)):
+        with pytest.raises(TypeError, match=r"features=\.\.\."):
+            sig(*bad, features=X) if len(bad) == 1 else sig(*bad)
     assert "MatMul" in m.__call__.graph.pretty()
     assert m.__call__.get_concrete_function(ef.TensorSpec([None, 3])).graph is m.__call__.graph
     m.w.assign(np.zeros((3, 2), np.float32))  # the functions read the restored variables
@@ -293,3 +296,34 @@ print(json.dumps(out.numpy().tolist()))
 """
     got = np.array(json.loads(_run(code, str(tmp_path / "k" / "1"))), np.float32)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_signature_without_outputs_runs_its_effects(tmp_path):
+    """A signature returning {} (as TF) or None (TF refuses to save it) has no outputs;
+    calling the restored one runs its assignments and returns {}."""
+    class Setter(ef.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = ef.Variable(1.0)
+
+        @ef.function(input_signature=[ef.TensorSpec([], ef.float32)])
+        def set_none(self, x):
+            self.v.assign(x)
+
+        @ef.function(input_signature=[ef.TensorSpec([], ef.float32)])
+        def set_empty(self, x):
+            self.v.assign(x * 2.0)
+            return {}
+
+    m = Setter()
+    ef.saved_model.save(m, str(tmp_path), signatures={"set_none": m.set_none,
+                                                      "set_empty": m.set_empty})
+    loaded = ef.saved_model.load(str(tmp_path))
+    assert loaded.signatures["set_none"].structured_outputs == {}
+    assert loaded.signatures["set_none"](ef.constant(7.0)) == {}
+    assert float(loaded.v) == 7.0
+    assert loaded.signatures["set_empty"](x=ef.constant(3.0)) == {}
+    assert float(loaded.v) == 6.0
+    out = _run("import eagerflow as ef, sys; m = ef.saved_model.load(sys.argv[1]); "
+               "print(m.signatures['set_none'](ef.constant(4.0)), float(m.v))", str(tmp_path))
+    assert out.split() == ["{}", "4.0"]

@@ -1,8 +1,10 @@
 """Recurrent layers: the cells (SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells), the
 generic ``RNN`` loop, and SimpleRNN, LSTM and GRU.
 
-The loop runs in Python over the static time dimension, one cell step per timestep; under
-``eagerflow.function`` tracing this unrolls into the graph. With inputs ``x_t`` (batch,
+The loop runs in Python over a static time dimension, one cell step per timestep; under
+``eagerflow.function`` tracing this unrolls into the graph. When the time dimension is known
+only at run time (a traced function over ``Input(shape=(None, features))``) the same step
+runs inside one ``while_loop``, as in TF. With inputs ``x_t`` (batch,
 features) and ``sigma`` the recurrent activation, ``phi`` the activation:
 
 - SimpleRNN: ``h_t = phi(x_t W + h_{t-1} U + b)``
@@ -53,7 +55,8 @@ class RNN(Layer):
         go_backwards: Process the sequence from the end; sequences come out in that order.
         stateful: Keep the final states of a batch as the initial states of the next
             (needs a static batch size; ``reset_states()`` zeroes them).
-        unroll: Accepted; the loop is always unrolled over the static time dimension.
+        unroll: Accepted; a static time dimension is always unrolled, an unknown one runs
+            as a ``while_loop``.
         time_major: Inputs are ``(time, batch, features)``.
         zero_output_for_mask: Output zeros (instead of the previous output) on masked steps.
         **kwargs: Base Layer arguments.
@@ -65,7 +68,7 @@ class RNN(Layer):
         initial_state: Optional list of initial state tensors.
 
     Raises:
-        ValueError: For unknown time dimensions or initial states of the wrong count.
+        ValueError: For initial states of the wrong count.
 
     Example:
         >>> import eagerflow as ef
@@ -174,49 +177,106 @@ class RNN(Layer):
             mask = mask[0]
         if self.time_major:
             inputs = ef.transpose(inputs, [1, 0, 2])
-        steps = inputs.shape[1]
-        if steps is None:
-            raise ValueError("RNN layer %s needs a static time dimension (the loop is unrolled); "
-                             "got input shape %s." % (self.name, inputs.shape))
         states = self._initial_states(inputs, initial_state)
-        xs = ef.unstack(inputs, axis=1)
-        ms = ef.unstack(ef.cast(mask, ef.bool), axis=1) if mask is not None else None
-        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
-        cell = self.cell
-        step = getattr(cell, "step", None)
-        if step is not None:
-            dp, rec = cell.dropout_masks(xs[0] if xs else inputs, states, training)
-        outputs = []
-        prev = None
-        for t in order:
-            if step is not None:
-                out, new_states = step(xs[t], states, dp, rec)
-            else:
-                out, new_states = cell(xs[t], states, training=training)
-                new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [
-                    new_states]
-            if ms is not None:
-                keep = ef.expand_dims(ms[t], -1)
-                new_states = [ef.where(keep, n, s) for n, s in zip(new_states, states)]
-                if prev is None:
-                    prev = ef.zeros_like(out)
-                fallback = ef.zeros_like(out) if self.zero_output_for_mask else prev
-                out = ef.where(keep, out, fallback)
-                prev = out
-            states = new_states
-            outputs.append(out)
+        if mask is not None:
+            mask = ef.cast(mask, ef.bool)
+        step = self._step_function(inputs, states, training)
+        if inputs.shape[1] is None:
+            outputs, last, states = self._while_loop(step, inputs, mask, states)
+        else:
+            outputs, last, states = self._unrolled_loop(step, inputs, mask, states)
         if self.stateful:
             for v, s in zip(self._state_variables, states):
                 v.assign(ef.cast(s, v.dtype))
         if self.return_sequences:
-            output = ef.stack(outputs, axis=1)
+            output = outputs()
             if self.time_major:
                 output = ef.transpose(output, [1, 0, 2])
         else:
-            output = outputs[-1]
+            output = last
         if self.return_state:
             return [output] + list(states)
         return output
+
+    def _step_function(self, inputs, states, training):
+        """``step(x_t, keep_t, states, previous_output) -> (output, states)``: one cell step,
+        with the mask's rule (masked rows keep their state and repeat the previous output,
+        or output zeros with ``zero_output_for_mask``). Both loops run this one function."""
+        cell = self.cell
+        cell_step = getattr(cell, "step", None)
+        if cell_step is not None:
+            # One dropout mask per sequence, reused at every step (the first step's inputs
+            # give its shape; sliced only when an input dropout needs it).
+            first = inputs[:, 0] if getattr(cell, "dropout", 0) and inputs.shape[1] != 0 \
+                else inputs
+            dp, rec = cell.dropout_masks(first, states, training)
+
+        def step(x, keep, states, previous):
+            if cell_step is not None:
+                out, new_states = cell_step(x, states, dp, rec)
+            else:
+                out, new_states = cell(x, states, training=training)
+                new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [
+                    new_states]
+            if keep is not None:
+                keep = ef.expand_dims(keep, -1)
+                new_states = [ef.where(keep, n, s) for n, s in zip(new_states, states)]
+                fallback = ef.zeros_like(out) if (
+                    self.zero_output_for_mask or previous is None) else previous
+                out = ef.where(keep, out, fallback)
+            return out, list(new_states)
+
+        return step
+
+    def _unrolled_loop(self, step, inputs, mask, states):
+        """The loop in Python over a static time dimension (unrolled when traced)."""
+        steps = inputs.shape[1]
+        xs = ef.unstack(inputs, axis=1)
+        ms = ef.unstack(mask, axis=1) if mask is not None else None
+        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
+        outputs = []
+        out = None
+        for t in order:
+            out, states = step(xs[t], ms[t] if ms is not None else None, states, out)
+            outputs.append(out)
+        return (lambda: ef.stack(outputs, axis=1)), out, states
+
+    def _while_loop(self, step, inputs, mask, states):
+        """The loop as one ``while_loop`` over a time dimension known only when the traced
+        function runs (``Input(shape=(None, features))``), as TF's symbolic RNN loop: the
+        steps' inputs and outputs go through TensorArrays."""
+        n = ef.shape(inputs)[1]
+        xs = ef.TensorArray(inputs.dtype, size=n).unstack(ef.transpose(inputs, [1, 0, 2]))
+        ms = ef.TensorArray(ef.bool, size=n).unstack(ef.transpose(mask, [1, 0])) \
+            if mask is not None else None
+        out_size = getattr(self.cell, "output_size", self.cell.state_size)
+        if isinstance(out_size, (list, tuple)):
+            out_size = out_size[0]
+        dtype = states[0].dtype
+        # The output before the first step (what a masked first step repeats): zeros of
+        # (batch, output_size), the batch taken from the states so it may be dynamic.
+        last = ef.zeros_like(states[0][:, :1]) + ef.zeros([int(out_size)], dtype)
+        # The outputs' buffer (time, batch, units) is allocated up front from the inputs'
+        # shape, so its rank is known even with a dynamic batch (the while_loop's gradient
+        # keeps a history of it).
+        column = ef.zeros_like(ef.transpose(inputs[:, :, :1], [1, 0, 2]), dtype=dtype)
+        ys = ef.TensorArray(dtype, flow=column + ef.zeros([int(out_size)], dtype))
+
+        def body(t, last, states, ys):
+            index = n - 1 - t if self.go_backwards else t
+            out, states = step(xs.read(index), ms.read(index) if ms is not None else None,
+                               states, last if mask is not None else None)
+            return t + 1, out, states, ys.write(t, out)
+
+        _, last, states, ys = ef.while_loop(lambda t, *_: t < n, body,
+                                            (ef.constant(0), last, list(states), ys))
+        def sequences():
+            # The stacked steps keep the static (batch, units) that the buffer may not carry
+            # when the batch is dynamic.
+            return ef.ensure_shape(ef.transpose(ys.stack(), [1, 0, 2]),
+                                   [inputs.shape[0], None, last.shape[-1]])
+
+        return sequences, last, states
 
     def compute_output_shape(self, input_shape):
         dims = TensorShape(input_shape).as_list()

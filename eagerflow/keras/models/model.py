@@ -78,6 +78,9 @@ class Model(Trainer, base_layer.Layer):
         ('Functional', (None, 2))
     """
 
+    # How saved_model recognizes a Keras model (it may not import keras).
+    _is_keras_model = True
+
     def __new__(cls, *args, **kwargs):
         if _is_functional_call(args, kwargs):
             from eagerflow.keras.models.functional import Functional
@@ -318,6 +321,30 @@ class Model(Trainer, base_layer.Layer):
         with worker_context.write_path(getattr(self, "distribute_strategy", None),
                                        filepath) as path:
             saving.save_model(self, path, overwrite=overwrite, zipped=zipped, **kwargs)
+
+    def export(self, filepath, format="tf_saved_model", verbose=None,  # noqa: A002
+               input_signature=None, **kwargs):
+        """Writes the inference call as a serving SavedModel (Keras 3's ``export``).
+
+        The SavedModel has a ``serve`` endpoint (also the ``serve`` and
+        ``serving_default`` signatures) and the model's variables; load it with
+        ``saved_model.load(filepath)``. See :mod:`eagerflow.keras.models.export`.
+
+        Args:
+            filepath: The directory to write.
+            format: ``"tf_saved_model"`` (the only format supported).
+            verbose: Print the endpoints (default True).
+            input_signature: Optional TensorSpec(s) for the inputs (default: the model's
+                inputs with a None batch dimension).
+            **kwargs: Refused.
+
+        Raises:
+            ValueError: For another format or an unbuilt model without input_signature.
+        """
+        from eagerflow.keras.models import export
+
+        export.export_model(self, filepath, format=format, verbose=verbose,
+                            input_signature=input_signature, **kwargs)
 
     def get_config(self):
         """The constructor arguments of a subclassed model (it must override this).

@@ -214,7 +214,12 @@ class TensorArray:
         self._dynamic_size = bool(dynamic_size)
         self._element_shape = None if element_shape is None else TensorShape(element_shape)
         if flow is not None:
+            if not isinstance(flow, Tensor):
+                flow = convert_to_tensor(flow, dtype=self._dtype)
             self._flow = flow
+            if self._element_shape is None and flow.shape.rank is not None and \
+                    flow.shape.rank > 1:
+                self._element_shape = TensorShape(flow.shape.as_list()[1:])
             return
         if size is None:
             raise ValueError("TensorArray(): size must be given (0 with dynamic_size=True "
@@ -278,7 +283,10 @@ class TensorArray:
         return ta
 
     def _known_element(self):
-        return self._element_shape is not None and self._element_shape.is_fully_defined() \
+        # The buffer is allocated for its elements (not the 1-D placeholder of an array
+        # waiting for its first write): writes keep its rank, even where some of the
+        # element's dimensions are only known at run time (a dynamic batch).
+        return self._element_shape is not None and self._element_shape.rank is not None \
             and self._flow.shape.rank == self._element_shape.rank + 1
 
     # -- TF's API -------------------------------------------------------------------------

@@ -111,8 +111,14 @@ def _gather_grad_shape(g, indices, *, axis, batch_dims, dim_size):
 
 def _gather_vjp(g, params, indices, out, *, axis, batch_dims):
     a, b = _gather_axes(_rank(params), _rank(indices), axis, batch_dims)
-    return execute(GATHER_GRAD, (g, indices),
-                   {"axis": a, "batch_dims": b, "dim_size": params.shape[a]}), None
+    attrs = {"axis": a, "batch_dims": b}
+    if params.shape[a] is None:
+        # A dimension known only at run time (a traced function over a None dimension,
+        # e.g. x[:, t] in a while_loop): the gradient's size along the axis is an input.
+        from eagerflow.ops.array.shape_ops import shape
+
+        return execute(GATHER_GRAD_SIZED, (g, indices, shape(params)[a]), attrs), None
+    return execute(GATHER_GRAD, (g, indices), dict(attrs, dim_size=params.shape[a])), None
 
 
 def _gather_reference(params, indices, *, axis, batch_dims):
@@ -197,6 +203,32 @@ GATHER_GRAD = registry.primitive(
     vjp=lambda g, grad, indices, out, *, axis, batch_dims, dim_size: (
         execute(GATHER, (g, indices), {"axis": axis, "batch_dims": batch_dims}), None),
     reference=_gather_grad_reference, samples=_gather_grad_samples_fn, family="array")
+
+
+def _gather_grad_sized_kernel(xp):
+    scatter = _gather_grad_kernel(xp)
+
+    def kernel(g, indices, dim_size, *, axis, batch_dims):
+        return scatter(g, indices, axis=axis, batch_dims=batch_dims, dim_size=int(dim_size))
+    return kernel
+
+
+def _gather_grad_sized_shape(g, indices, dim_size, *, axis, batch_dims):
+    return _gather_grad_shape(g, indices, axis=axis, batch_dims=batch_dims, dim_size=None)
+
+
+# GatherGrad with the size of the gathered axis as a scalar input instead of an attr.
+GATHER_GRAD_SIZED = registry.primitive(
+    "GatherGradSized", _gather_grad_sized_kernel, dtypes=NUMERIC, dtype_group=(0,),
+    shape_fn=_gather_grad_sized_shape, saves=(1,),
+    vjp=lambda g, grad, indices, dim_size, out, *, axis, batch_dims: (
+        execute(GATHER, (g, indices), {"axis": axis, "batch_dims": batch_dims}), None, None),
+    reference=lambda g, indices, dim_size, *, axis, batch_dims: _gather_grad_reference(
+        g, indices, axis=axis, batch_dims=batch_dims, dim_size=int(dim_size)),
+    samples=lambda rng, dtype: [
+        ((g, i, np.int32(attrs.pop("dim_size"))), attrs)
+        for (g, i), attrs in _gather_grad_samples_fn(rng, dtype)],
+    family="array")
 
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):

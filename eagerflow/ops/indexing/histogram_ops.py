@@ -38,14 +38,15 @@ from eagerflow.ops.indexing import (
     _as_tensor, _fail, _prod, _scatter_rows, _shape_str, _static_int,
 )
 from eagerflow.ops.indexing.gather_ops import GATHER
-from eagerflow.ops.math.binary_math import minimum
+from eagerflow.ops.math.arithmetic import floor, multiply, subtract, truediv
+from eagerflow.ops.math.binary_math import clip_by_value, minimum
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.registry import AbstractValue
 
-__all__ = ["bincount", "histogram_fixed_width"]
+__all__ = ["bincount", "histogram_fixed_width", "histogram_fixed_width_bins"]
 
 EXPORTS = {
-    "": ["histogram_fixed_width"],
+    "": ["histogram_fixed_width", "histogram_fixed_width_bins"],
     "math": ["bincount"],
 }
 
@@ -173,6 +174,27 @@ BINCOUNT = registry.primitive(
     sweep_dtypes=_BIN_DTYPES)
 
 
+def _values_of_composites(arr, weights, axis):
+    """A RaggedTensor or SparseTensor counts its values (and weights' values), as TF."""
+    composite = hasattr(arr, "flat_values") or (
+        hasattr(arr, "indices") and hasattr(arr, "dense_shape"))
+    if not composite:
+        return arr, weights
+    if axis == -1:
+        raise errors.UnimplementedError(
+            None, "DenseBincount", "bincount: axis=-1 is not supported for a %s input; "
+            "count all its values with axis=None, or convert it to a dense tensor first."
+            % type(arr).__name__)
+
+    def values(x):
+        return x.flat_values if hasattr(x, "flat_values") else x.values
+
+    if weights is not None and (hasattr(weights, "flat_values") or hasattr(weights,
+                                                                           "dense_shape")):
+        weights = values(weights)
+    return values(arr), weights
+
+
 def _length(value, what):
     """A static length attr; -1 stands for None."""
     if value is None:
@@ -189,7 +211,8 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=d.int32, n
     ``minlength`` and at most ``maxlength``; larger values are dropped.
 
     Args:
-        arr: A Tensor of non-negative values; non-integer values are cast to int32, as TF.
+        arr: A Tensor of non-negative values (non-integer values are cast to int32, as
+            TF), or a RaggedTensor or SparseTensor, whose values are counted.
         weights: None, or a Tensor of arr's shape (int32, int64, float32 or float64); the
             output then has its dtype and ``dtype`` is ignored, as in TF.
         minlength: The least number of bins (a static int), or None.
@@ -224,6 +247,7 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=d.int32, n
     if axis not in (None, 0, -1):
         raise ValueError("bincount: unsupported value for argument axis=%r; only None, 0 "
                          "and -1 are supported." % (axis,))
+    arr, weights = _values_of_composites(arr, weights, axis)
     arr = _as_tensor(arr)
     if not arr.dtype.is_integer:
         arr = cast(arr, d.int32)
@@ -339,3 +363,42 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=d.int32, name=No
             "got %s." % dtype.name)
     return execute(HISTOGRAM_FIXED_WIDTH, (values, value_range), {
         "nbins": _static_int(nbins, "nbins", "HistogramFixedWidth"), "dtype": dtype.name})
+
+
+def histogram_fixed_width_bins(values, value_range, nbins=100, dtype=d.int32, name=None):
+    """The bin index of each of ``values`` for ``nbins`` equal bins over ``value_range``.
+
+    TF's formula: ``floor(nbins * (v - low) / (high - low))`` in the values' float dtype,
+    clipped to ``[0, nbins - 1]`` (values below the range get 0, values at or above its end
+    ``nbins - 1``). The result is int32 whatever ``dtype`` says, as in TF.
+
+    Args:
+        values: A float Tensor of any shape.
+        value_range: ``[low, high]`` of values' dtype.
+        nbins: The number of bins (a static positive int).
+        dtype: Accepted for TF compatibility (the result is int32).
+        name: Unused.
+
+    Returns:
+        An int32 Tensor of values' shape.
+
+    Raises:
+        InvalidArgumentError: If ``nbins <= 0``.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> ef.histogram_fixed_width_bins([-1.0, 0.3, 0.6, 1.0], [0.0, 1.0], nbins=3).numpy()
+        array([0, 0, 1, 2], dtype=int32)
+    """
+    nbins = _static_int(nbins, "nbins", "HistogramFixedWidthBins")
+    if nbins <= 0:
+        raise errors.InvalidArgumentError(
+            None, "HistogramFixedWidthBins", "histogram_fixed_width_bins: nbins = %d must be "
+            "a positive number." % nbins)
+    values = _as_tensor(values)
+    value_range = _as_tensor(value_range, dtype_hint=values.dtype)
+    low, high = value_range[0], value_range[1]
+    # Elementwise, so values keep their shape (TF flattens and reshapes back).
+    scaled = truediv(subtract(values, low), subtract(high, low))
+    indices = floor(multiply(scaled, float(nbins)))
+    return cast(clip_by_value(indices, 0.0, float(nbins - 1)), d.int32)

@@ -279,3 +279,25 @@ def p_histogram_fixed_width_edges(tf):
                                                         [0.0, 1.0], nbins=2)),
         "bad_range": _raised(lambda: tf.histogram_fixed_width(v, [5.0, 0.0], nbins=5)),
     }
+
+
+def p_bincount_ragged_and_sparse(tf):
+    rt = tf.ragged.constant([[1, 2], [3]])
+    st = tf.sparse.SparseTensor([[0, 0], [1, 1]], [1, 3], [2, 2])
+    return {
+        "ragged": tf.math.bincount(rt),
+        "ragged_weighted": tf.math.bincount(rt, weights=tf.ragged.constant([[0.5, 1.0], [2.0]])),
+        "sparse": tf.math.bincount(st, minlength=5),
+    }
+
+
+def p_histogram_fixed_width_bins(tf):
+    v = tf.constant([-1.0, 0.0, 0.5, 1.0, 4.9, 5.0, 7.0])
+    return {
+        "bins": tf.histogram_fixed_width_bins(v, [0.0, 5.0], nbins=5),
+        "matrix": tf.histogram_fixed_width_bins(tf.reshape(v[:6], [2, 3]), [0.0, 5.0], nbins=5),
+        "float64": tf.histogram_fixed_width_bins(tf.constant([0.1, 0.7], tf.float64),
+                                                 tf.constant([0.0, 1.0], tf.float64), nbins=3),
+        "near_edge": tf.histogram_fixed_width_bins(tf.constant([0.3, 0.6, 0.9999999]),
+                                                   [0.0, 1.0], nbins=3),
+    }

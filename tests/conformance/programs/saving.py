@@ -166,3 +166,57 @@ def p_saved_model_multiple_functions(tf):
     tf.saved_model.save(M(), d)
     loaded = tf.saved_model.load(d)
     return {"d": loaded.double(tf.constant(4)), "s": loaded.square(tf.constant(4))}
+
+
+def p_saved_model_signature_positional(tf):
+    d = tempfile.mkdtemp()
+
+    class M(tf.Module):
+        def __init__(self):
+            self.v = tf.Variable(3.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def serve(self, x):
+            return {"y": x * self.v}
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+        def set_v(self, x):
+            self.v.assign(x)
+            return {}
+
+    m = M()
+    tf.saved_model.save(m, d, signatures={"serving_default": m.serve, "set_v": m.set_v})
+    loaded = tf.saved_model.load(d)
+    sig = loaded.signatures["serving_default"]
+    positional = sig(tf.constant([1.0, 2.0]))["y"]
+    emptied = loaded.signatures["set_v"](tf.constant(5.0))
+    return {
+        "positional": positional,
+        "keyword": sig(x=tf.constant([1.0, 2.0]))["y"],
+        "empty_outputs": sorted(emptied.keys()),
+        "empty_structured": sorted(loaded.signatures["set_v"].structured_outputs.keys()),
+        "after_set": sig(x=tf.constant([1.0]))["y"],
+    }
+
+
+def p_keras_model_export(tf):
+    import numpy as np
+
+    d = os.path.join(tempfile.mkdtemp(), "exported")
+    inputs = tf.keras.Input((2,), name="feat")
+    outputs = tf.keras.layers.Dense(1)(inputs)
+    model = tf.keras.Model(inputs, outputs)
+    model.set_weights([np.array([[0.5], [-1.0]], np.float32), np.array([0.25], np.float32)])
+    model.export(d, verbose=False)
+    loaded = tf.saved_model.load(d)
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    sig = loaded.signatures["serving_default"]
+    return {
+        "serve": loaded.serve(x),
+        "signatures": sorted(loaded.signatures.keys()),
+        "sig_inputs": sorted(sig.structured_input_signature[1].keys()),
+        "sig_outputs": sorted(sig.structured_outputs.keys()),
+        "sig": sig(feat=x)["output_0"],
+        "n_variables": len(loaded.variables),
+        "n_trainable": len(loaded.trainable_variables),
+    }

@@ -91,5 +91,5 @@ from eagerflow.ops.reduce.scans import (  # noqa: F401
 )
 
 _LAZY_NAMES = {
-    'as_string': 'eagerflow.ops.strings.string_ops',
+    'as_string': 'eagerflow.ops.strings.string_convert',
 }

@@ -8,9 +8,9 @@ accumulates cotangents by tensor id, and reduces broadcast gradients in one plac
 (``eagerflow.ops.vjp.apply_vjp``). Gradient rules are ordinary op calls, so an outer tape
 records them: nested tapes give higher-order derivatives.
 
-A tape whose structure was seen before differentiates it with a compiled graph
-(``eagerflow.function.backward_replay``), and from then on records it by following a plan
-rather than building entries (``eagerflow.tape_plan``).
+A tape whose structure was seen before differentiates it with a compiled graph, and from
+then on records it by following a plan rather than building entries; both read one
+structure key of the tape's entries (``eagerflow.tape_replay``).
 
 When a requested gradient is None the tape can say why (not watched, not connected, a
 non-differentiable op on the path, an integer dtype, recording stopped): see
@@ -34,15 +34,25 @@ import logging
 
 from eagerflow import errors
 from eagerflow import nest
-from eagerflow import tape_plan
+from eagerflow import tape_backward
+from eagerflow import tape_explain
+from eagerflow import tape_jacobian
+from eagerflow import tape_replay
 from eagerflow.framework import context
 from eagerflow.ops import dispatch
-from eagerflow.ops.vjp import apply_vjp
+from eagerflow.tape_backward import _identity_gradients, _source_is_float, _source_value
+from eagerflow.tape_entry import FLOAT_DTYPES as _FLOAT_DTYPES
 from eagerflow.tape_entry import Entry as _Entry
 from eagerflow.tape_entry import is_float as _is_float
-from eagerflow.tensor import Tensor, convert_to_tensor
+from eagerflow.tape_explain import (
+    _describe_source,
+    _none_warnings_enabled,
+    set_none_gradient_warnings,
+)
+from eagerflow.tensor import Tensor
 
-__all__ = ["GradientTape", "UnconnectedGradients", "stop_recording_all"]
+__all__ = ["GradientTape", "UnconnectedGradients", "stop_recording_all",
+           "set_none_gradient_warnings"]
 
 _log = logging.getLogger("eagerflow.tape")
 _next_id = context.new_id
@@ -79,8 +89,8 @@ def _record(tapes, prim, inputs, attrs, result):
         plan = tape._plan
         if plan is not False:  # following a plan (None: the tape's first op decides)
             if plan is None:
-                plan = tape_plan.start(tape, prim, inputs)
-            if plan and tape_plan.follow(tape, plan, prim, inputs, attrs, result):
+                plan = tape_replay.start(tape, prim, inputs)
+            if plan and tape_replay.follow(tape, plan, prim, inputs, attrs, result):
                 continue
         if entry is None:
             entry = _make_entry(prim, inputs, attrs, result)
@@ -92,7 +102,7 @@ def _record(tapes, prim, inputs, attrs, result):
 
 def _append_entry(tape, entry):
     """Records an entry built elsewhere (a @function call, control flow, custom_gradient)."""
-    tape_plan.materialize(tape)
+    tape_replay.materialize(tape)
     tape._recorded.append(entry)
     ids = tape._ids
     for tid in entry.output_ids:
@@ -100,15 +110,8 @@ def _append_entry(tape, entry):
             ids[tid] = len(ids)
 
 
-class _FloatDtypes(dict):
-    """numpy dtype -> whether tensors of it have gradients (floating or complex)."""
-
-    def __missing__(self, dtype_np):
-        known = self[dtype_np] = _is_float(dtype_np)
-        return known
 
 
-_FLOAT_DTYPES = _FloatDtypes()
 _new = object.__new__
 
 
@@ -185,98 +188,16 @@ def _variable_read(variable, tensor):
 
 dispatch.set_tape_recorder(_record)
 
-# Set by eagerflow.function: compiles a recurring backward pass into a graph (see
-# backward_replay). The tape sits below tracing, so tracing plugs itself in here.
-_backward_compiler = None
-# Structures seen once are differentiated eagerly; the second sighting compiles them.
-_seen_structures = {}
 
 
-# Set with the compiler: live entries with their structure key, and the compiled runners.
-_live_structure = None
-_replay_cache = {}
 
 
-def install_backward_replay(compile_backward, live_structure, cache):
-    """Plugs in the compiled backward replay (eagerflow.function.backward_replay).
 
-    Args:
-        compile_backward: ``(live, targets, source_ids, wanted, key, seeded) -> runner``.
-        live_structure: ``(entries, wanted, source_ids, ...) -> (live, key)``.
-        cache: The dict of compiled runners by structure key.
-    """
-    global _backward_compiler, _live_structure, _replay_cache
-    _backward_compiler = compile_backward
-    _live_structure = live_structure
-    _replay_cache = cache
-
-
-def _replay_runner(key, live, targets, source_ids, wanted, seeds):
-    """The compiled backward for this structure key, or None while it is differentiated
-    eagerly (the first sighting of a structure)."""
-    try:
-        runner = _replay_cache.get(key)
-    except TypeError:  # an unhashable attr: this structure is differentiated eagerly
-        return None
-    if runner is not None:
-        return runner
-    count = _seen_structures.get(key, 0) + 1
-    if len(_seen_structures) > 1024:
-        _seen_structures.clear()
-    _seen_structures[key] = count
-    if count < 2:
-        return None
-    return _backward_compiler(live, targets, source_ids, wanted, key, seeds is not None)
-
-
-def _any_recording():
-    """True while some tape records (a backward pass must then run op by op, recorded)."""
-    for t in _state.tapes:
-        if t._recording:
-            return True
-    return False
-
-
-def _reachable(entries, wanted):
-    """The entries forward-reachable from the wanted sources (the others cannot matter)."""
-    reachable = set(wanted)
-    live = []
-    for e in entries:
-        for tid in e.input_ids:
-            if tid in reachable:
-                reachable.update(e.output_ids)
-                live.append(e)
-                break
-    return live
-
-
-def _replayable_seeds(targets, seeds):
-    """True when every cotangent is an eager tensor of its target's shape and dtype (so a
-    compiled backward with the cotangents as inputs applies)."""
-    for t, s in zip(targets, seeds):
-        if s.__class__ is not Tensor or t.__class__ is not Tensor or \
-                s._value.shape != t._value.shape or s._value.dtype != t._value.dtype or \
-                s._device is not t._device:
-            return False
-    return True
 
 
 context.variable_read_hook = _variable_read
 
 
-def _identity_gradients(grads, targets, sources, seeds):
-    """As TF, a target that is itself the source has gradient ones (or its seed), even when
-    nothing was recorded: ``tape.gradient(v, v)`` is ones for an unwatched variable."""
-    grads = list(grads)
-    for i, src in enumerate(sources):
-        if grads[i] is not None or not _source_is_float(src):
-            continue
-        for j, t in enumerate(targets):
-            if t is src:
-                seed = seeds[j] if seeds is not None else None
-                grads[i] = _ones_like(_source_value(src)) if seed is None else seed
-                break
-    return grads
 
 
 class GradientTape:
@@ -302,7 +223,7 @@ class GradientTape:
     _active = False
     _used = False
     _stopped = False  # was recording ever stopped (for None explanations)
-    # The recording plan this tape follows (eagerflow.tape_plan): None until its first
+    # The recording plan this tape follows (eagerflow.tape_replay): None until its first
     # recorded op decides, then a Plan, or False for ordinary entries.
     _plan = None
     _pos = 0  # the number of planned steps recorded
@@ -321,7 +242,7 @@ class GradientTape:
     def _entries(self):
         """The recorded entries (steps followed by a plan are materialized first)."""
         if self._plan:
-            tape_plan.materialize(self)
+            tape_replay.materialize(self)
         return self._recorded
 
     # -- recording ------------------------------------------------------------------------
@@ -501,97 +422,12 @@ class GradientTape:
         """
         return self._why_none(nest.flatten(target), source)
 
-    def _backward(self, targets, sources, seeds):
-        plan = self._plan
-        if plan and seeds is None and _state.trace is None and not _any_recording():
-            grads = tape_plan.run(self, plan, targets, sources)
-            if grads is not None:
-                return grads
-        ids = self._ids
-        source_ids = []
-        wanted = set()
-        for s in sources:
-            if s.__class__ is not Tensor and not getattr(s, "_is_variable", False) and \
-                    not hasattr(s, "_tid"):
-                raise errors.InvalidArgumentError(
-                    None, "gradient", "Sources must be tensors or variables, got %r." % (s,))
-            tid = s._tid
-            if tid not in ids:
-                tid = 0
-            source_ids.append(tid)
-            if tid and _source_is_float(s):
-                wanted.add(tid)
-        if not wanted:
-            return [None] * len(sources)
-        if _backward_compiler is not None and _state.trace is None and (
-                seeds is None or _replayable_seeds(targets, seeds)):
-            if not _any_recording():
-                entries = self._entries
-                # One pass finds the live entries and the key of their structure.
-                live, key = _live_structure(entries, wanted, source_ids,
-                                            [getattr(t, "_tid", 0) for t in targets])
-                runner = None if key is None else _replay_runner(
-                    key if seeds is None else key + ("seeded",), live, targets, source_ids,
-                    wanted, seeds)
-                if runner is not None:
-                    if seeds is None and len(targets) == 1 and len(live) == len(entries):
-                        # The next tape recording this structure follows a plan instead.
-                        tape_plan.make_plan(self, live, targets[0], sources, runner)
-                    return runner(live, targets, seeds or ())
-                return _propagate(live, targets, source_ids, wanted, seeds)
-        return _propagate(_reachable(self._entries, wanted), targets, source_ids, wanted,
-                          seeds)
+    # The reverse walk, called as a method (no extra call on the hot path).
+    _backward = tape_backward.backward
 
     # -- explanations -----------------------------------------------------------------------
     def _why_none(self, targets, source):
-        if not _source_is_float(source):
-            dt = getattr(source, "dtype", None)
-            return ("the source has dtype %s: only floating and complex tensors have "
-                    "gradients; cast it to a float first" % getattr(dt, "name", dt))
-        tid = getattr(source, "_tid", 0)
-        if not tid or tid not in self._ids:
-            if getattr(source, "_is_variable", False):
-                if not source.trainable:
-                    return ("the variable %r is not trainable and was not watched: call "
-                            "tape.watch(v)" % source.name)
-                if not self._watch_accessed_variables:
-                    return ("the tape was created with watch_accessed_variables=False and "
-                            "the variable %r was never watched" % source.name)
-                return ("the variable %r was not read while the tape was recording"
-                        % source.name)
-            return ("the source was never watched: call tape.watch(x) (constants are not "
-                    "watched automatically; trainable variables are)")
-        target_ids = {getattr(t, "_tid", 0) for t in targets if t is not None}
-        # Reachability with and without non-differentiable edges.
-        reach_all = {tid}
-        blocking = []
-        reach_diff = {tid}
-        for e in self._entries:
-            if any(i in reach_all for i in e.input_ids):
-                reach_all.update(e.output_ids)
-            diff_inputs = [i for i, f in zip(e.input_ids, e.input_float) if i in reach_diff and f]
-            if diff_inputs:
-                float_out = [o for o, meta in zip(e.output_ids, e.output_meta)
-                             if _is_float(meta[1])]
-                if e.differentiable and float_out:
-                    reach_diff.update(float_out)
-                else:
-                    blocking.append(e)
-        if target_ids & reach_diff:
-            return None
-        if target_ids & reach_all:
-            names = sorted({e.name for e in blocking})
-            return ("a non-differentiable op is on every path from the source to the target "
-                    "(%s); integer outputs and ops such as argmax, comparisons, round and "
-                    "stop_gradient have no gradient" % ", ".join(names or ["integer cast"]))
-        if self._stopped:
-            return ("the target is not connected to the source on this tape; recording was "
-                    "stopped (stop_recording) for part of the computation, which may be why")
-        if not self._entries and not self._persistent and self._used:
-            return "the tape's records were released by the previous gradient call"
-        return ("the target is not connected to the source: no recorded operation leads from "
-                "the source to the target (was the target computed outside the tape, or from "
-                "a copy of the source?)")
+        return tape_explain.why_none(self, targets, source)
 
     # -- jacobians --------------------------------------------------------------------------
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -613,46 +449,8 @@ class GradientTape:
             >>> t.jacobian(y, x).numpy().tolist()
             [[2.0, 0.0], [0.0, 4.0]]
         """
-        import numpy as np
-
-        from eagerflow.ops.math.arithmetic import zeros_like_t
-        from eagerflow.tensor import wrap
-
-        if self._used and not self._persistent:
-            raise RuntimeError("A non-persistent GradientTape can only be used once; use "
-                               "persistent=True to compute several jacobians.")
-        flat_sources = nest.flatten(sources)
-        target = convert_to_tensor(target)
-        size = int(np.prod(target._value.shape)) if target._value.shape else 1
-        persistent, self._persistent = self._persistent, True
-        rows = [[] for _ in flat_sources]
-        try:
-            xp = target._device.backend
-            for k in range(size):
-                onehot = xp.zeros(size, dtype=target._value.dtype)
-                onehot[k] = 1
-                seed = wrap(onehot.reshape(target._value.shape), target._device)
-                g = self.gradient(target, flat_sources, output_gradients=[seed],
-                                  unconnected_gradients=unconnected_gradients)
-                for j, gj in enumerate(g):
-                    rows[j].append(gj)
-        finally:
-            self._persistent = persistent
-            self._used = True
-        out = []
-        from eagerflow.ops.array.reshape_ops import reshape
-        from eagerflow.ops.array.join_ops import stack
-
-        for src, parts in zip(flat_sources, rows):
-            if any(p is None for p in parts):
-                if all(p is None for p in parts):
-                    out.append(None)
-                    continue
-                parts = [p if p is not None else zeros_like_t(_source_value(src)) for p in parts]
-            stacked = stack(parts, axis=0)
-            out.append(reshape(stacked, tuple(target._value.shape) +
-                               tuple(_source_value(src)._value.shape)))
-        return nest.pack_sequence_as(sources, out)
+        return tape_jacobian.jacobian(self, target, sources, unconnected_gradients,
+                                      parallel_iterations, experimental_use_pfor)
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
@@ -670,99 +468,10 @@ class GradientTape:
             >>> t.batch_jacobian(y, x).numpy()[1].tolist()
             [[6.0, 0.0], [0.0, 8.0]]
         """
-        import numpy as np
-
-        from eagerflow.tensor import wrap
-
-        if self._used and not self._persistent:
-            raise RuntimeError("A non-persistent GradientTape can only be used once.")
-        target = convert_to_tensor(target)
-        tshape = tuple(target._value.shape)
-        if not tshape:
-            raise errors.InvalidArgumentError(
-                None, "batch_jacobian", "batch_jacobian needs a target with a batch dimension")
-        batch = tshape[0]
-        inner = int(np.prod(tshape[1:])) if len(tshape) > 1 else 1
-        src = _source_value(source)
-        if src._value.shape[:1] != (batch,):
-            raise errors.InvalidArgumentError(
-                None, "batch_jacobian", "target batch size %d differs from source shape %s"
-                % (batch, list(src._value.shape)))
-        persistent, self._persistent = self._persistent, True
-        parts = []
-        try:
-            xp = target._device.backend
-            for k in range(inner):
-                onehot = xp.zeros((batch, inner), dtype=target._value.dtype)
-                onehot[:, k] = 1
-                seed = wrap(onehot.reshape(tshape), target._device)
-                g = self.gradient(target, source, output_gradients=[seed],
-                                  unconnected_gradients=unconnected_gradients)
-                parts.append(g)
-        finally:
-            self._persistent = persistent
-            self._used = True
-        if all(p is None for p in parts):
-            return None
-        from eagerflow.ops.math.arithmetic import zeros_like_t
-        from eagerflow.ops.array.reshape_ops import reshape
-        from eagerflow.ops.array.join_ops import stack
-
-        parts = [p if p is not None else zeros_like_t(src) for p in parts]
-        stacked = stack(parts, axis=1)  # [B, inner, S...]
-        return reshape(stacked, tshape + tuple(src._value.shape[1:]))
+        return tape_jacobian.batch_jacobian(self, target, source, unconnected_gradients,
+                                            parallel_iterations, experimental_use_pfor)
 
 
-def _propagate(live, targets, source_ids, wanted, seeds):
-    """Walks the live entries in reverse, accumulating cotangents by tensor id.
-
-    Works on recorded entries and, when a backward pass is compiled for replay, on their
-    symbolic stand-ins (``eagerflow.function.backward_replay``).
-    """
-    from eagerflow.ops.math.arithmetic import ADD
-
-    reachable = set(wanted)
-    for e in live:
-        reachable.update(e.output_ids)
-    grads = {}
-    for i, t in enumerate(targets):
-        if t is None:
-            continue
-        tid = getattr(t, "_tid", 0)
-        if not tid or tid not in reachable:
-            continue
-        seed = _ones_like(t) if seeds is None or seeds[i] is None else \
-            convert_to_tensor(seeds[i], dtype=t.dtype)
-        grads[tid] = seed if tid not in grads else dispatch.execute(ADD, (grads[tid], seed))
-    for e in reversed(live):
-        cots = [grads.get(tid) for tid in e.output_ids]
-        if all(g is None for g in cots) or not e.differentiable:
-            continue
-        for tid in e.output_ids:
-            if tid not in wanted:
-                grads.pop(tid, None)  # this cotangent is complete: free it early
-        if e.prim.single if e.prim is not None else len(cots) == 1:
-            cotangent = cots[0]
-        else:
-            cotangent = tuple(g if g is not None else _zeros(meta)
-                              for g, meta in zip(cots, e.output_meta))
-        if e.backward is not None:
-            in_grads = e.backward(cotangent)
-        else:
-            skip = None
-            if e.prim.vjp_skips:
-                skip = tuple(not (tid and f and tid in reachable)
-                             for tid, f in zip(e.input_ids, e.input_float))
-                if not any(skip):
-                    skip = None
-            in_grads = apply_vjp(e.prim, cotangent, e.inputs, e.out, e.attrs,
-                                 e.input_shapes, skip)
-        for tid, g, is_float in zip(e.input_ids, in_grads, e.input_float):
-            if g is None or not tid or tid not in reachable or not is_float:
-                continue
-            prev = grads.get(tid)
-            grads[tid] = g if prev is None else dispatch.execute(ADD, (prev, g))
-    return [grads.get(tid) if tid in wanted else None for tid in source_ids]
 
 
 def _flat(structure):
@@ -784,58 +493,20 @@ def _flat(structure):
     return nest.flatten(structure)
 
 
-def _ones_like(t):
-    from eagerflow.ops.math.arithmetic import ONES_LIKE
-
-    if t.__class__ is Tensor and t._value.shape == ():
-        # The usual scalar loss: a cached constant one (seeds are never recorded or mutated).
-        return dispatch._scalar(ONES_LIKE, 1, t._value.dtype, t._device)
-    return dispatch.execute(ONES_LIKE, (t,))
 
 
-def _zeros(meta):
-    from eagerflow.tensor import wrap
-
-    shape, np_dtype, device = meta
-    if device is None:
-        return None  # a symbolic output (traced control flow): its backward takes None as zero
-    return wrap(device.backend.zeros(shape, dtype=np_dtype), device)
 
 
-def _source_value(src):
-    if getattr(src, "_is_variable", False):
-        from eagerflow.tensor import wrap
-
-        return wrap(src._value, src._device)
-    return src
 
 
-def _source_is_float(src):
-    value = getattr(src, "_value", None)
-    return value is not None and _FLOAT_DTYPES[value.dtype]
 
 
-def _describe_source(src):
-    name = getattr(src, "name", None) if getattr(src, "_is_variable", False) else None
-    shape = list(getattr(src._value, "shape", ())) if hasattr(src, "_value") else "?"
-    return "variable %r" % name if name else "tensor of shape %s" % (shape,)
 
 
-_warn_none = [False]
 
 
-def set_none_gradient_warnings(enabled):
-    """Logs a warning naming the reason whenever ``gradient`` returns None (default off).
-
-    Example:
-        >>> import eagerflow as ef
-        >>> ef.autodiff.set_none_gradient_warnings(False)
-    """
-    _warn_none[0] = bool(enabled)
 
 
-def _none_warnings_enabled():
-    return _warn_none[0]
 
 
 class _StopRecording:

@@ -33,7 +33,8 @@ LAYERS = (
     ("L1 core", ("dtypes", "tensor_shape", "tensor", "framework", "variables", "indexed_slices")),
     ("L2 ops", ("ops", "_api", "math", "nn", "linalg", "random", "bitwise", "strings", "ragged",
                 "sparse", "image", "utils")),
-    ("L3 tape", ("tape", "tape_entry", "tape_plan", "autodiff", "custom_gradient")),
+    ("L3 tape", ("tape", "tape_entry", "tape_replay", "tape_backward", "tape_explain",
+                 "tape_jacobian", "autodiff", "custom_gradient")),
     # The root package is the core namespace: it imports function and below, never the
     # libraries (those load lazily on attribute access), so the libraries may import it.
     ("L4 function", ("function", "autograph", "module", "config", "experimental", "debugging",

@@ -5,17 +5,15 @@ import numpy as np
 import pytest
 
 import eagerflow as ef
-import eagerflow.tape as tape_lib
+from eagerflow import tape_replay
 
 
 def _grads(step, replay):
-    saved = tape_lib._backward_compiler
-    if not replay:
-        tape_lib._backward_compiler = None
+    saved = tape_replay.set_backward_compiler(tape_replay._compiler if replay else None)
     try:
         return [step() for _ in range(4)]
     finally:
-        tape_lib._backward_compiler = saved
+        tape_replay.set_backward_compiler(saved)
 
 
 CASES = []
@@ -112,20 +110,17 @@ def test_replay_matches_eager(make):
 
 
 def test_structures_are_compiled_on_second_sighting_only():
-    import sys
-
-    replay = sys.modules["eagerflow.function.backward_replay"]
     x = ef.constant(np.array([0.25, 0.5, 0.75]))
     calls = []
-    saved = tape_lib._backward_compiler
+    saved = tape_replay._compiler
 
     def counting(*args):
         calls.append(1)
         return saved(*args)
 
-    tape_lib._backward_compiler = counting
-    replay._CACHE.clear()
-    tape_lib._seen_structures.clear()
+    tape_replay.set_backward_compiler(counting)
+    tape_replay._COMPILED.clear()
+    tape_replay._SEEN.clear()
     try:
         for _ in range(5):
             with ef.GradientTape() as tape:
@@ -133,16 +128,13 @@ def test_structures_are_compiled_on_second_sighting_only():
                 y = ef.reduce_sum(ef.cos(x) * x)
             tape.gradient(y, x)
     finally:
-        tape_lib._backward_compiler = saved
+        tape_replay.set_backward_compiler(saved)
     assert len(calls) == 1
 
 
 def test_jacobian_rows_replay_a_compiled_backward():
-    import sys
-
-    replay = sys.modules["eagerflow.function.backward_replay"]
-    replay._CACHE.clear()
-    tape_lib._seen_structures.clear()
+    tape_replay._COMPILED.clear()
+    tape_replay._SEEN.clear()
     x = ef.constant(np.linspace(-1.0, 1.0, 5))
     with ef.GradientTape() as tape:
         tape.watch(x)
@@ -150,4 +142,4 @@ def test_jacobian_rows_replay_a_compiled_backward():
     jac = tape.jacobian(y, x).numpy()
     np.testing.assert_allclose(jac, np.diag(np.exp(x.numpy()) * (1.0 + x.numpy())),
                                rtol=1e-12, atol=1e-15)
-    assert any(key[-1] == "seeded" for key in replay._CACHE)
+    assert any(key[-1] == "seeded" for key in tape_replay._COMPILED)

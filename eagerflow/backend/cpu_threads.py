@@ -8,7 +8,9 @@ computes exactly what one call over all rows computes: no reduction crosses bloc
 results are the same bit for bit with any number of threads and from run to run.
 
 The number of threads is ``config.threading.set_intra_op_parallelism_threads(n)`` when set
-(1 turns the threads off), else the CPUs this process may run on. Work below
+(1 turns the threads off), else the CPUs this process may run on, shared with the other
+ranks an MPI launcher started on this host (as the BLAS threads are, see
+``eagerflow._launch_env``): 2 ranks on 2 cores get 1 thread each, not 2 that fight. Work below
 ``MIN_ELEMENTS`` elements stays on the calling thread: handing a block to a thread costs
 tens of microseconds.
 
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import os
 import threading
+
+from eagerflow._launch_env import local_ranks
 
 __all__ = ["run_blocks", "threads", "set_threads", "is_numpy", "MIN_ELEMENTS",
            "FUSED_MIN_ELEMENTS"]
@@ -53,9 +57,10 @@ def _cpus():
     global _cpu_count
     if _cpu_count is None:
         try:
-            _cpu_count = len(os.sched_getaffinity(0))
+            cores = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
-            _cpu_count = os.cpu_count() or 1
+            cores = os.cpu_count() or 1
+        _cpu_count = max(1, cores // local_ranks())
     return _cpu_count
 
 

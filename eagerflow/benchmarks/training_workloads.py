@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from eagerflow.benchmarks.workloads import (
-    _ADAM, Workload, _mlp_adam_step, _mlp_arrays, _mlp_torch_step, _tf, _torch, mlp_flops,
+    _ADAM, Workload, _mlp_adam_step, _mlp_arrays, _mlp_torch_step, mlp_flops, with_references,
 )
 
 
@@ -95,14 +95,9 @@ def cnn_sgd_step():
 
     traced = ef.function(step)
     x, labels = ef.constant(xa), ef.constant(la)
-    fns = {"eagerflow": lambda: traced(x, labels)}
-    torch = _torch()
-    if torch is not None:
-        fns["torch"] = _cnn_torch_step(torch, arrays, xa, la)
-    tf = _tf()
-    if tf is not None:
-        fns["tensorflow"] = _cnn_tf_step(tf, arrays, xa, la)
-    return fns
+    return with_references({"eagerflow": lambda: traced(x, labels)},
+                           lambda torch: _cnn_torch_step(torch, arrays, xa, la),
+                           lambda tf: _cnn_tf_step(tf, arrays, xa, la))
 
 
 def _cnn_torch_step(torch, arrays, xa, la):
@@ -228,14 +223,9 @@ def transformer_adam_step():
 
     traced = ef.function(step)
     x, target = ef.constant(xa), ef.constant(ta)
-    fns = {"eagerflow": lambda: traced(x, target)}
-    torch = _torch()
-    if torch is not None:
-        fns["torch"] = _block_torch_step(torch, arrays, xa, ta)
-    tf = _tf()
-    if tf is not None:
-        fns["tensorflow"] = _block_tf_step(tf, arrays, xa, ta)
-    return fns
+    return with_references({"eagerflow": lambda: traced(x, target)},
+                           lambda torch: _block_torch_step(torch, arrays, xa, ta),
+                           lambda tf: _block_tf_step(tf, arrays, xa, ta))
 
 
 def _block_torch_step(torch, arrays, xa, ta):
@@ -324,14 +314,9 @@ def mlp_adam_b1024():
     step, x, labels = _mlp_adam_step(ef, batch=1024)
     traced = ef.function(step)
     traced(x, labels)
-    fns = {"eagerflow": lambda: traced(x, labels)}
-    torch = _torch()
-    if torch is not None:
-        fns["torch"] = _mlp_torch_step(torch, batch=1024)
-    tf = _tf()
-    if tf is not None:
-        fns["tensorflow"] = mlp_tf_step(tf, 1024)
-    return fns
+    return with_references({"eagerflow": lambda: traced(x, labels)},
+                           lambda torch: _mlp_torch_step(torch, batch=1024),
+                           lambda tf: mlp_tf_step(tf, 1024))
 
 
 WORKLOADS = [

@@ -41,6 +41,18 @@ def _tf():
     return tensorflow
 
 
+def with_references(fns, torch_step=None, tf_step=None):
+    """A workload's candidates: ``fns`` (eagerflow's, and numpy's where it has one), plus
+    ``torch_step(torch)`` and ``tf_step(tf)`` when those frameworks are installed."""
+    torch = _torch() if torch_step is not None else None
+    if torch is not None:
+        fns["torch"] = torch_step(torch)
+    tf = _tf() if tf_step is not None else None
+    if tf is not None:
+        fns["tensorflow"] = tf_step(tf)
+    return fns
+
+
 def eager_add():
     import eagerflow as ef
 
@@ -416,18 +428,14 @@ def function_mlp_adam_step():
     traced = ef.function(step)
     traced(x, labels)
     eager_step, ex, elabels = _mlp_adam_step(ef)
-    fns = {"eagerflow": lambda: traced(x, labels),
-           "eagerflow eager": lambda: eager_step(ex, elabels),
-           "numpy": _mlp_numpy_step()}
-    torch = _torch()
-    if torch is not None:
-        fns["torch"] = _mlp_torch_step(torch)
-    tf = _tf()
-    if tf is not None:
+    def tf_step(tf):
         from eagerflow.benchmarks.training_workloads import mlp_tf_step
 
-        fns["tensorflow"] = mlp_tf_step(tf, 128)
-    return fns
+        return mlp_tf_step(tf, 128)
+
+    return with_references({"eagerflow": lambda: traced(x, labels),
+                            "eagerflow eager": lambda: eager_step(ex, elabels),
+                            "numpy": _mlp_numpy_step()}, _mlp_torch_step, tf_step)
 
 
 def function_mlp_trace_time():

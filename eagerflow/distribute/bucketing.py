@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 import sys
 import zlib
 
@@ -53,6 +54,8 @@ __all__ = ["BucketPlan", "DEFAULT_BYTES_PER_PACK", "COMPRESSIONS"]
 # would only add its copy. TF's bytes_per_pack=0 ("no splitting") maps to this default.
 DEFAULT_BYTES_PER_PACK = 4 << 20
 COMPRESSIONS = (None, "none", "fp16", "bf16")
+_SHAPE = operator.attrgetter("shape")
+_DTYPE = operator.attrgetter("dtype")
 _ROW = 11  # plan check row: dtype digest, rank, element count, first 8 dimensions
 _DTYPE_DIGESTS = {}
 
@@ -66,7 +69,8 @@ def _compressed_dtype(compression):
 
 
 class _Bucket:
-    __slots__ = ("dtype", "members", "nbytes", "flat", "wire", "order")
+    __slots__ = ("dtype", "members", "nbytes", "flat", "wire", "order", "pick", "views",
+                 "view_refs")
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -75,6 +79,9 @@ class _Bucket:
         self.flat = None
         self.wire = None
         self.order = None
+        self.pick = None  # itemgetter: the bucket's gradients, in packing order, in one C call
+        self.views = None  # the bucket's views into ``flat``, in packing order
+        self.view_refs = 0  # sum of the views' reference counts when nothing else holds one
 
 
 class BucketPlan:
@@ -133,6 +140,7 @@ class BucketPlan:
         self._views = [None] * len(self.shapes)
         for b in self.buckets:
             b.order = [m[0] for m in b.members]
+            b.pick = operator.itemgetter(*b.order)  # buckets hold 2 or more tensors
             self._allocate(b)
             if self.compression and b.dtype.kind == "f" and b.dtype.itemsize >= 4:
                 b.wire = np.empty(b.flat.size, _compressed_dtype(self.compression))
@@ -142,18 +150,22 @@ class BucketPlan:
         b.flat = np.empty(b.nbytes // b.dtype.itemsize, b.dtype)
         for i, offset, size, shape in b.members:
             self._views[i] = b.flat[offset:offset + size].reshape(shape)
+        b.views = [self._views[i] for i in b.order]
+        b.view_refs = sum(map(sys.getrefcount, b.views))
 
     def _reusable(self, b):
         """True when nothing outside the plan still holds last step's views of ``b``.
 
         The flat buffer is referenced by ``b.flat`` and by each cached view's base; each
-        view by the views list. Any extra reference (a caller keeping a gradient, or a
-        view of one) means reusing the buffer would change values it still reads.
+        view by the plan's two lists of views. Any extra reference (a caller keeping a
+        gradient, or a view of one) means reusing the buffer would change values it still
+        reads. No count can be below its baseline, so equal sums mean equal counts: one
+        C-level pass over the views instead of a Python loop (200 small gradients: about
+        10 us instead of 100).
         """
         if sys.getrefcount(b.flat) != 2 + len(b.members):
             return False
-        views = self._views
-        return all(sys.getrefcount(views[i]) == 2 for i in b.order)
+        return sum(map(sys.getrefcount, b.views)) == b.view_refs
 
     @classmethod
     def for_arrays(cls, arrays, bytes_per_pack=None, names=None, compression=None):
@@ -258,17 +270,17 @@ class BucketPlan:
                 % (len(grads), len(self.shapes)))
         if not self.checked:
             self.check(comm, timeout)
-        shapes, dtypes = self.shapes, self.dtypes
-        grads = [np.asarray(g) for g in grads]
-        for i, g in enumerate(grads):
-            if g.shape != shapes[i] or g.dtype != dtypes[i]:
-                self._bad_grad(i, g)
+        # The per-tensor work is in C loops (map, list comparison, itemgetter): with many
+        # small gradients this fixed cost, not the transfer, is what a bucket pays.
+        grads = list(map(np.asarray, grads))
+        if list(map(_SHAPE, grads)) != self.shapes or list(map(_DTYPE, grads)) != self.dtypes:
+            self._bad_grad(grads)
         wires = []
         for b in self.buckets:
             if not self._reusable(b):
                 self._allocate(b)
             # One C loop packs the bucket: concatenate flattens each input into ``out``.
-            np.concatenate([grads[i] for i in b.order], axis=None, out=b.flat)
+            np.concatenate(b.pick(grads), axis=None, out=b.flat)
             if b.wire is not None:
                 np.copyto(b.wire, b.flat, casting="unsafe")
                 wires.append(b.wire)
@@ -289,7 +301,9 @@ class BucketPlan:
             out[i] = _scale(_writable(res), comm.size) if mean else res
         return out
 
-    def _bad_grad(self, i, g):
+    def _bad_grad(self, grads):
+        i, g = next((i, g) for i, g in enumerate(grads)
+                    if g.shape != self.shapes[i] or g.dtype != self.dtypes[i])
         name = self.names[i] if self.names else "#%d" % i
         raise errors.InvalidArgumentError(
             None, "all_reduce", "gradient %d (%s) is %s %s but the plan was built for %s %s; "

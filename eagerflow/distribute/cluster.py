@@ -412,6 +412,8 @@ class ClusterExecutor:
                                                               deadline + 5.0)))
             except Exception as exc:  # noqa: BLE001 - raised after the step is aborted
                 failures.append(exc)
+                # The partitions already started would wait for this one's tensors.
+                self._abort(step_id, exc, pending)
                 break
         if not failures:
             for k, executor in self._local.items():

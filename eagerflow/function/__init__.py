@@ -22,15 +22,14 @@ from eagerflow.function.function import Function, function  # noqa: F401
 from eagerflow.function.graph import Graph, Node  # noqa: F401
 
 
-def _install_backward_replay():
-    from eagerflow import tape
+def _install_backward_compiler():
+    from eagerflow import tape_replay
     from eagerflow.function import backward_replay
 
-    tape.install_backward_replay(backward_replay.compile_backward,
-                                 backward_replay.live_structure, backward_replay._CACHE)
+    tape_replay.set_backward_compiler(backward_replay.compile_backward)
 
 
-_install_backward_replay()
+_install_backward_compiler()
 
 
 class _FunctionPackage(_types.ModuleType):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import sys
 
-import numpy as np
 
 from eagerflow import errors
 from eagerflow.framework import context, host_allocator
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function import builtins
 from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch
 from eagerflow.tensor import wrap
@@ -26,6 +26,9 @@ __all__ = ["Executor"]
 # observer(executor, args, captures) instead of the generated code (to time each step or to
 # collect the graphs that run). None costs one global lookup per function call.
 observer = None
+# Values a step never owns: arguments, constants and variables' own arrays.
+_NOT_COMPUTED = frozenset((builtins.PLACEHOLDER, builtins.CONST, builtins.READ_VARIABLE))
+_ASSIGNS = builtins.names(assigns=True)
 
 
 def set_observer(fn):
@@ -94,9 +97,9 @@ class Executor:
             # An assignment may take over its value's buffer when nothing reads it afterwards
             # and it was computed here (not an argument, constant or another variable).
             self._owns_input = bool(
-                node.op == "AssignVariableOp" and node.inputs
+                node.op == builtins.ASSIGN_VARIABLE and node.inputs
                 and slots[(node.inputs[0][0].id, node.inputs[0][1])] in frees[k]
-                and node.inputs[0][0].op not in ("Placeholder", "Const", "ReadVariableOp"))
+                and node.inputs[0][0].op not in _NOT_COMPUTED)
             # Inputs whose buffer this step may reuse: computed here (not an argument,
             # constant or variable), read for the last time, and passed once. The step
             # still checks at run time that nothing else holds the array.
@@ -104,10 +107,12 @@ class Executor:
             self._donatable = tuple(
                 p for p, (src, _) in enumerate(node.inputs)
                 if input_slots[p] in frees[k] and input_slots.count(input_slots[p]) == 1
-                and src.op not in ("Placeholder", "Const", "ReadVariableOp"))
+                and src.op not in _NOT_COMPUTED)
             self._donatable_variables = updates_in_place.get(k, ())
             self._attrs_bound = False
             fn = self._step_function(node, device)
+            if device.backend_index and node.prim is not None:
+                fn = _retrying(fn, node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
             # kind: 1 = one output, 0 = none, 2 = several
             kind = 1 if len(outs) == 1 else (0 if not outs else 2)
@@ -221,7 +226,7 @@ class Executor:
         if op == "ReadVariableOp":
             var = variables[node.attrs["variable"]]
             return lambda _v=var: _v._value
-        if op in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
+        if op in _ASSIGNS:
             var = variables[node.attrs["variable"]]
             return _assign_step(var, op, getattr(self, "_owns_input", False))
         if op == "Print":
@@ -387,36 +392,37 @@ BUILTIN_STEPS = {}
 
 
 def _node_error(node, inputs, exc):
+    """A step's failure as the error of the same op run eagerly (dispatch's translation:
+    the same text and the same out-of-memory report), plus the node and the user's line
+    that created it."""
     where = ""
     if node.origin:
         filename, lineno, line = node.origin
         where = " (created at %s:%d%s)" % (filename, lineno, ": `%s`" % line if line else "")
-    described = ", ".join(
-        "%s%s" % (getattr(v, "dtype", type(v).__name__), list(np.shape(v))) for v in inputs) \
-        if inputs else ", ".join("%r" % src.avals[i] for src, i in node.inputs)
-    if isinstance(exc, errors.OpError):
-        exc.message = "%s (node %s)%s" % (exc.message, node.name, where)
-        exc.args = (exc.message,)
-        return exc
-    from eagerflow.framework import memory
+    try:
+        device = _node_device(node)
+    except errors.OpError:
+        device = None
+    described = inputs if inputs else [src.avals[i] for src, i in node.inputs]
+    exc = dispatch.translate_failure(node.prim if node.prim is not None else node.op,
+                                     described, node.attrs, device, exc)
+    exc.message = "%s (node %s)%s" % (exc.message, node.name, where)
+    exc.args = (exc.message,)
+    return exc
 
-    if memory.is_out_of_memory(exc):
-        # The eager op's report (request, live and cached bytes, device size, shape hint),
-        # plus the node and the user's line.
+
+def _retrying(fn, node, device):
+    """A GPU step whose failure goes through dispatch's failure path, as an eager op's does:
+    an allocation failure is retried once after the device's cached blocks are freed."""
+    prim = node.prim
+
+    def step(*values, **attrs):
         try:
-            dev = _node_device(node)
-        except errors.OpError:
-            dev = None
-        call = "%s(%s)%s on %s" % (node.op, described, dispatch._attrs_text(node.attrs),
-                                   dev.name if dev is not None else node.device or "?")
-        return errors.ResourceExhaustedError(None, node.op, "%s (node %s)%s" % (
-            memory.out_of_memory_message(call, dev, exc), node.name, where))
-    device = node.device or context.CPU0.name
-    translated = dispatch._translate(node.prim, [], {}, None, exc) if node.prim else None
-    detail = translated.message if translated is not None else str(exc)
-    return errors.InvalidArgumentError(
-        None, node.op, "%s in node %s(%s) on %s%s" % (detail, node.op, described, device,
-                                                       where))
+            return fn(*values, **attrs)
+        except Exception as exc:  # noqa: BLE001 - retried, else translated
+            return dispatch.kernel_failed(prim, fn, values, values, attrs, device, exc)
+
+    return step
 
 
 def wrap_outputs(arrays, devices, arg_devices=None):

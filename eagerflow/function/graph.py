@@ -22,21 +22,15 @@ from __future__ import annotations
 
 import itertools
 
+from eagerflow.function import builtins
 from eagerflow.ops.registry import AbstractValue
 
 __all__ = ["Graph", "Node", "BUILTIN_OPS"]
 
-# Nodes the executor implements itself rather than through a primitive's kernel.
-BUILTIN_OPS = frozenset((
-    "Placeholder", "Const", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-    "AssignSubVariableOp", "Print", "If", "Case", "While", "Assert", "Call", "Send", "Recv",
-    "CollectiveReduce", "CollectiveGather",
-))
-
-STATEFUL_BUILTINS = frozenset((
-    "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-    "Print", "Send", "Recv", "CollectiveReduce", "CollectiveGather",
-))
+# Nodes the executor implements itself rather than through a primitive's kernel (declared
+# in eagerflow.function.builtins).
+BUILTIN_OPS = frozenset(builtins.BUILTINS)
+STATEFUL_BUILTINS = builtins.names(stateful=True)
 
 
 class Node:

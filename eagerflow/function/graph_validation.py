@@ -41,6 +41,7 @@ import keyword
 import re
 
 from eagerflow import errors
+from eagerflow.function import builtins
 
 __all__ = ["keyword_name", "validate_graphs", "MAX_TENSOR_BYTES"]
 
@@ -50,8 +51,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]{0,1023}\Z")
 # No value a graph declares may need more bytes than an int64 counts.
 MAX_TENSOR_BYTES = 2**63 - 1
-_SUBGRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "Case": ("branches",),
-                   "While": ("cond", "body")}
+_VARIABLE_OPS = builtins.names(variable=True)
+_SUBGRAPH_ATTRS = {name: b.subgraphs for name, b in builtins.BUILTINS.items() if b.subgraphs}
 _PRINT_STREAMS = frozenset(("stdout", "stderr"))
 _kernel_keywords = {}
 _DTYPE_NAMES = frozenset(("float16", "bfloat16", "float32", "float64", "int8", "int16",
@@ -214,8 +215,7 @@ def _check_builtin(node, at, library, variables):
     if op == "Placeholder" and (n_in or n_out != 1):
         raise _refuse("%s has %d inputs and %d outputs (a Placeholder has 0 and 1)." % (
             at, n_in, n_out))
-    if op in ("ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-              "AssignSubVariableOp"):
+    if op in _VARIABLE_OPS:
         index = attrs.get("variable")
         if index.__class__ is not int or not 0 <= index < len(variables):
             raise _refuse("%s refers to variable %s of %d." % (at, _short(index),

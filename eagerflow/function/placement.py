@@ -36,30 +36,21 @@ Example:
 from __future__ import annotations
 
 import logging
-import math
 
 from eagerflow import errors
 from eagerflow.framework import context
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function import builtins
 from eagerflow.function.graph import STATEFUL_BUILTINS
+from eagerflow.ops.family import aval_size
 
 __all__ = ["CostModel", "place", "format_placement", "node_cost", "devices_of"]
 
 _log = logging.getLogger("eagerflow")
 
-VARIABLE_OPS = frozenset((
-    "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"))
-CONTROL_FLOW_OPS = frozenset(("If", "Case", "While", "Call"))
-FREE_OPS = frozenset(("Placeholder", "Const"))
-# A dimension unknown at trace time (a ``None`` batch size) counts as this many elements.
-UNKNOWN_DIM = 32
-_REDUCTIONS = frozenset((
-    "Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "All", "Any", "SegmentSum",
-    "UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "BroadcastReduced",
-    "SumToShape"))
-_CUBIC = frozenset((
-    "MatrixInverse", "MatrixDeterminant", "LogMatrixDeterminant", "MatrixSolve",
-    "MatrixTriangularSolve", "Cholesky", "Qr", "Svd", "SelfAdjointEigV2"))
+VARIABLE_OPS = builtins.names(variable=True)
+CONTROL_FLOW_OPS = builtins.names(control_flow=True)
+FREE_OPS = builtins.names(free=True)
 
 
 class CostModel:
@@ -100,50 +91,30 @@ class CostModel:
             (src.device_type, dst.device_type)]
 
 
-def _size(aval):
-    if aval.shape is None:
-        return UNKNOWN_DIM
-    return math.prod(UNKNOWN_DIM if d is None else d for d in aval.shape)
-
-
-def _dim(aval, axis):
-    if aval.shape is None or len(aval.shape) < -axis:
-        return UNKNOWN_DIM
-    d = aval.shape[axis]
-    return UNKNOWN_DIM if d is None else d
-
-
 def tensor_bytes(aval):
     """Bytes of one value described by an AbstractValue (estimated for unknown dims)."""
-    return _size(aval) * (getattr(aval.dtype, "size", 4) or 4)
+    return aval_size(aval) * (getattr(aval.dtype, "size", 4) or 4)
 
 
 def node_cost(node):
     """Estimated floating-point operations of one node, from its input and output shapes.
 
-    Elementwise ops cost their element count, a matmul ``2*m*n*k``, a convolution its
-    output size times the kernel volume times the input channels (times 2), a reduction its
-    input size, a matrix factorization ``n**3``.
+    A primitive that declares a ``cost`` (a matmul ``2*m*n*k``, a convolution its output
+    size times the kernel volume times the input channels, times 2, a matrix factorization
+    ``n**3``: see ``eagerflow.ops.family``) is estimated by it; every other node costs the
+    larger of its input and output element counts (elementwise ops, reductions), arguments
+    and constants nothing.
     """
-    op = node.op
-    if op in FREE_OPS:
+    if node.op in FREE_OPS:
         return 0
     ins = [src.avals[i] for src, i in node.inputs]
-    out_size = sum(_size(a) for a in node.avals)
-    in_size = max((_size(a) for a in ins), default=0)
-    if op in ("MatMul", "BatchMatMul", "BatchMatMulV2") and len(ins) >= 2:
-        a = ins[0]
-        transposed = node.attrs.get("transpose_a") or node.attrs.get("adjoint_a")
-        k = _dim(a, -2) if transposed else _dim(a, -1)
-        return 2 * out_size * k
-    if (op.startswith("Conv") or op.startswith("DepthwiseConv")) and len(ins) >= 2:
-        kernel = max(ins[1:], key=_size)
-        per_output = _size(kernel) // max(_dim(kernel, -1), 1)
-        return 2 * max(out_size, in_size) * max(per_output, 1)
-    if op in _REDUCTIONS:
-        return max(in_size, out_size)
-    if op in _CUBIC and ins:
-        return _dim(ins[0], -1) ** 3 * max(_size(ins[0]) // max(_dim(ins[0], -1) ** 2, 1), 1)
+    prim = node.prim
+    if prim is not None and prim.cost is not None:
+        flops = prim.cost(ins, node.avals, node.attrs)
+        if flops is not None:
+            return flops
+    out_size = sum(aval_size(a) for a in node.avals)
+    in_size = max((aval_size(a) for a in ins), default=0)
     return max(in_size, out_size)
 
 

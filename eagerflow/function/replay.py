@@ -23,16 +23,15 @@ from __future__ import annotations
 
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.print_ops import print_template
 from eagerflow.tensor import wrap
 
 __all__ = ["REPLAYED_BUILTINS", "can_replay", "replay"]
 
-_ASSIGNS = {"AssignVariableOp": "assign", "AssignAddVariableOp": "assign_add",
-            "AssignSubVariableOp": "assign_sub"}
-REPLAYED_BUILTINS = frozenset(("Placeholder", "Const", "ReadVariableOp", "Print")) | frozenset(
-    _ASSIGNS)
+_ASSIGNS = {name: builtins.BUILTINS[name].assigns for name in builtins.names(assigns=True)}
+REPLAYED_BUILTINS = builtins.names(replays=True)
 
 
 def can_replay(nodes):

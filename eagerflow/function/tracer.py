@@ -93,28 +93,35 @@ class Tracer:
 
     # -- inputs -------------------------------------------------------------------------------
     def _convert(self, prim, args):
-        group = range(len(args)) if prim.dtype_group == "all" else prim.dtype_group
-        group_dtype = None
-        for i in group:
-            if i < len(args) and isinstance(args[i], Tensor):
-                group_dtype = args[i].dtype
+        # Dispatch's conversion and dtype rule, with graph references for the values. As in
+        # dispatch, inputs that already are what the op takes (this graph's tensors) pass.
+        graph = self.graph
+        for a in args:
+            if a.__class__ is not SymbolicTensor or a._graph is not graph:
+                inputs = dispatch.convert_inputs(prim, args, self._input)
                 break
-            if i < len(args) and getattr(args[i], "_is_variable", False):
-                group_dtype = args[i].dtype
-                break
-        inputs = []
-        for i, a in enumerate(args):
-            # Non-tensor values take the group's dtype, as in dispatch's conversion.
-            want = group_dtype if i in group else None
-            converted = self.to_symbolic(a, want, prim)
-            if group_dtype is None and i in group:
-                group_dtype = converted.dtype
-            inputs.append(converted)
-        _check_dtypes(prim, inputs, group)
+        else:
+            inputs = args
+        dispatch.check_dtypes(prim, [t._value for t in inputs], inputs,
+                              _device_string() or "the default device", _at_user_line)
         return inputs
+
+    def _input(self, prim, value, np_dtype, device):
+        """One op argument as a reference into this graph (see dispatch.convert_inputs)."""
+        return self._symbolic(value, None if np_dtype is None else dtypes_lib.from_numpy(
+            np_dtype))
 
     def to_symbolic(self, value, dtype=None, prim=None):
         """A SymbolicTensor of this graph for any op input."""
+        try:
+            return self._symbolic(value, dtype)
+        except TypeError as exc:
+            raise errors.InvalidArgumentError(
+                None, getattr(prim, "name", None), "%s: %r cannot be converted to %s: %s" % (
+                    getattr(prim, "name", "op"), value, getattr(dtype, "name", "a tensor"),
+                    exc)) from None
+
+    def _symbolic(self, value, dtype):
         if isinstance(value, SymbolicTensor):
             if value._graph is self.graph:
                 return value
@@ -125,17 +132,11 @@ class Tracer:
             if _embeddable(value._value):
                 return self.const(_host_value(value))
             return self.capture(value)
-        try:
-            t = convert_to_tensor(value, dtype=dtype)
-        except TypeError as exc:
-            raise errors.InvalidArgumentError(
-                None, getattr(prim, "name", None), "%s: %r cannot be converted to %s: %s" % (
-                    getattr(prim, "name", "op"), value, getattr(dtype, "name", "a tensor"),
-                    exc)) from None
+        t = convert_to_tensor(value, dtype=dtype)
         if isinstance(t, SymbolicTensor):
             # A tensor-like whose conversion ran ops (a sharded variable's concat): those
             # ops are in this trace already.
-            return self.to_symbolic(t)
+            return self._symbolic(t, None)
         if _embeddable(t._value):
             return self.const(_host_value(t))
         return self.capture(t)
@@ -265,27 +266,6 @@ def _device_string():
 def _at_user_line():
     found = user_frame()
     return "" if found is None else " (at %s:%d)" % (found[0], found[1])
-
-
-def _check_dtypes(prim, inputs, group):
-    first = None
-    for i in group:
-        if i >= len(inputs):
-            continue
-        dt = inputs[i].dtype
-        if first is None:
-            first = (i, dt)
-            if not prim.allows_dtype(dt.np_dtype):
-                raise errors.InvalidArgumentError(
-                    None, prim.name, "%s does not support dtype %s (inputs: %s)%s"
-                    % (prim.name, dt.name, ", ".join(repr(t.aval) for t in inputs),
-                       _at_user_line()))
-        elif dt is not first[1]:
-            raise errors.InvalidArgumentError(
-                None, prim.name, "%s: inputs must have the same dtype, got %s (input %d) and "
-                "%s (input %d)%s. eagerflow never promotes dtypes implicitly; use "
-                "eagerflow.cast." % (prim.name, first[1].name, first[0], dt.name, i,
-                                     _at_user_line()))
 
 
 @contextlib.contextmanager

@@ -25,7 +25,8 @@ from eagerflow.framework import context
 from eagerflow.ops import composite
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
 
-__all__ = ["execute", "set_tape_recorder", "copy_to_device"]
+__all__ = ["execute", "set_tape_recorder", "copy_to_device", "convert_inputs", "check_dtypes",
+           "kernel_failed", "translate_failure"]
 
 _state = context.state
 _new = object.__new__
@@ -95,7 +96,7 @@ def execute(prim, args, attrs=_EMPTY):
                         try:
                             out = kernel(a, b, **attrs) if attrs else kernel(a, b)
                         except Exception as exc:  # noqa: BLE001 - retried or translated
-                            out = _kernel_failed(prim, kernel, (a, b), args, attrs, device, exc)
+                            out = kernel_failed(prim, kernel, (a, b), args, attrs, device, exc)
                         if prim.single:
                             t = _new(Tensor)
                             t._value = out
@@ -117,7 +118,7 @@ def execute(prim, args, attrs=_EMPTY):
                         try:
                             out = kernel(a, **attrs) if attrs else kernel(a)
                         except Exception as exc:  # noqa: BLE001 - retried or translated
-                            out = _kernel_failed(prim, kernel, (a,), args, attrs, device, exc)
+                            out = kernel_failed(prim, kernel, (a,), args, attrs, device, exc)
                         if prim.single:
                             t = _new(Tensor)
                             t._value = out
@@ -176,7 +177,7 @@ def _execute_eager(prim, args, attrs):
     st = _state
     for a in args:
         if a.__class__ is not Tensor:
-            inputs = _convert_inputs(prim, args)
+            inputs = convert_inputs(prim, args)
             break
     else:
         inputs = args
@@ -186,12 +187,12 @@ def _execute_eager(prim, args, attrs):
         if t._device is not device:
             t = copy_to_device(t, device)
         values.append(t._value)
-    _check_dtypes(prim, inputs, values, device)
+    check_dtypes(prim, values, inputs, device)
     kernel = prim.kernels[device.backend_index] or prim.kernel(device.backend)
     try:
         out = kernel(*values, **attrs) if attrs else kernel(*values)
     except Exception as exc:  # noqa: BLE001 - retried or translated
-        out = _kernel_failed(prim, kernel, values, inputs, attrs, device, exc)
+        out = kernel_failed(prim, kernel, values, inputs, attrs, device, exc)
     if prim.single:
         result = wrap(out, device)
     else:
@@ -212,13 +213,26 @@ def _group_indices(prim, n):
     return group
 
 
-def _convert_inputs(prim, args):
-    """Converts every argument to an eager Tensor, as TF's eager conversion does.
+def convert_inputs(prim, args, convert=None):
+    """Converts every argument of ``prim`` to a tensor, as TF's conversion does: the one rule
+    for eager calls and for traces (the tracer passes its own ``convert``).
 
     Within the op's dtype group, values that are not tensors take the dtype of the group's
-    first tensor; with no tensor in the group, the first value converted fixes it for the
-    rest. Python values must fit that dtype (``int32_tensor + 1.5`` raises); numpy arrays
-    are cast to it, as TF casts them (``int32_tensor + np.array([2.5])`` is ``[3]``).
+    first tensor (or variable); with no tensor in the group, the first value converted fixes
+    it for the rest. Python values must fit that dtype (``int32_tensor + 1.5`` raises);
+    numpy arrays are cast to it, as TF casts them (``int32_tensor + np.array([2.5])`` is
+    ``[3]``).
+
+    Args:
+        prim: The Primitive.
+        args: Its arguments.
+        convert: ``convert(prim, value, np_dtype, device)`` -> the input for one argument
+            (``np_dtype`` is the group's numpy dtype for an argument in the group, else
+            None; ``device`` the group's device when a tensor fixed it). Default: eager.
+
+    Raises:
+        InvalidArgumentError: For a value that cannot be converted, naming the op, the
+            input and the dtype it needed.
     """
     if not isinstance(args, tuple):
         args = tuple(args)
@@ -238,35 +252,38 @@ def _convert_inputs(prim, args):
             except AttributeError:
                 group_dtype = None
             break
+    if convert is None:
+        convert = _eager_input
     inputs = []
     group_set = group if isinstance(group, range) else set(group)
     for i, a in enumerate(args):
-        if a.__class__ is Tensor:
-            inputs.append(a)
-            continue
         in_group = i in group_set
-        if getattr(a, "_is_variable", False) and (
-                group_dtype is None or not in_group or a._value.dtype == group_dtype):
-            inputs.append(a.read_value())
-            continue
-        cls = a.__class__
-        if (cls is float or cls is int) and group_device is not None and in_group:
-            inputs.append(_scalar(prim, a, group_dtype, _state.device or group_device))
-            continue
-        target = dtypes_lib.from_numpy(group_dtype) if (
-            in_group and group_dtype is not None) else None
+        target = group_dtype if in_group else None
         try:
-            t = convert_to_tensor(a, dtype=target)
+            t = convert(prim, a, target, group_device if in_group else None)
         except TypeError as exc:
             raise errors.InvalidArgumentError(
                 None, prim.name, "%s: input %d (%s) cannot be converted to %s: %s"
                 % (prim.name, i, _describe_value(a),
-                   target.name if target is not None else "a tensor", exc)) from None
+                   _dtname(target) if target is not None else "a tensor", exc)) from None
         if in_group and group_dtype is None:
             group_dtype = t._value.dtype
             group_device = t._device
         inputs.append(t)
     return inputs
+
+
+def _eager_input(prim, a, np_dtype, device):
+    """One argument as an eager tensor (see :func:`convert_inputs`)."""
+    if a.__class__ is Tensor:
+        return a
+    if getattr(a, "_is_variable", False) and (np_dtype is None or a._value.dtype == np_dtype):
+        return a.read_value()
+    cls = a.__class__
+    if (cls is float or cls is int) and device is not None:
+        return _scalar(prim, a, np_dtype, _state.device or device)
+    return convert_to_tensor(a, dtype=None if np_dtype is None else dtypes_lib.from_numpy(
+        np_dtype))
 
 
 def _choose_device(prim, inputs):
@@ -284,7 +301,24 @@ def _choose_device(prim, inputs):
     return device
 
 
-def _check_dtypes(prim, inputs, values, device):
+def check_dtypes(prim, values, inputs, device, where=None):
+    """Checks the input dtypes of one call: the one dtype rule for eager calls and traces.
+
+    The first dtype of the op's dtype group must be one it supports, and the group's others
+    must equal it: eagerflow never promotes dtypes implicitly.
+
+    Args:
+        prim: The Primitive.
+        values: The inputs' arrays (anything with a numpy ``dtype``: a trace passes abstract
+            arrays).
+        inputs: The inputs (described in the message).
+        device: Where the call runs (a Device, or a name), for the message.
+        where: None, or a function giving text to append to the message (a trace names
+            the user's line; only a failing check pays for finding it).
+
+    Raises:
+        InvalidArgumentError: Naming the op, the dtypes, the inputs and how to fix it.
+    """
     group = _group_indices(prim, len(values))
     first = None
     for i in group:
@@ -296,17 +330,17 @@ def _check_dtypes(prim, inputs, values, device):
             if not prim.allows_dtype(dt):
                 raise errors.InvalidArgumentError(
                     None, prim.name,
-                    "%s does not support dtype %s (inputs: %s on %s). Supported: %s.%s"
+                    "%s does not support dtype %s (inputs: %s on %s)%s. Supported: %s.%s"
                     % (prim.name, _dtname(dt), _describe(inputs), _dev(device),
-                       _supported(prim), _cast_hint(prim)))
+                       where() if where else "", _supported(prim), _cast_hint(prim)))
         elif dt != first[1]:
             raise errors.InvalidArgumentError(
                 None, prim.name,
                 "%s: inputs must have the same dtype, got %s (input %d) and %s (input %d) "
-                "(inputs: %s on %s). eagerflow never promotes dtypes implicitly; cast one "
+                "(inputs: %s on %s)%s. eagerflow never promotes dtypes implicitly; cast one "
                 "side with eagerflow.cast(x, %s)."
                 % (prim.name, _dtname(first[1]), first[0], _dtname(dt), i, _describe(inputs),
-                   _dev(device), _dtname(first[1])))
+                   _dev(device), where() if where else "", _dtname(first[1])))
 
 
 def copy_to_device(tensor, device):
@@ -345,6 +379,8 @@ def _dtname(np_dtype):
 
 
 def _dev(device):
+    if device.__class__ is str:
+        return device
     return device.name if device is not None else "?"
 
 
@@ -382,14 +418,24 @@ def _attrs_text(attrs):
     return " with %s" % ", ".join("%s=%r" % kv for kv in attrs.items())
 
 
-def _kernel_failed(prim, kernel, values, inputs, attrs, device, exc):
-    """The exception path of a kernel call: returns a retry's output or raises.
+def kernel_failed(prim, kernel, values, inputs, attrs, device, exc):
+    """The exception path of a kernel call, eager or in a graph: returns a retry's output or
+    raises.
+
+    Args:
+        prim: The Primitive, or a graph builtin's op name.
+        kernel: The kernel that raised.
+        values: Its arrays.
+        inputs: What to describe them as in the message (tensors or arrays).
+        attrs: Its keyword attrs.
+        device: The Device it ran on.
+        exc: What it raised.
 
     A GPU allocation failure is retried once after the device's cached blocks are freed
     (cupy's pool keeps freed blocks, and its memory limit counts them); anything else, or
-    a second failure, becomes the eagerflow error ``_translate`` makes of it. Only this path
-    pays for the retry (and imports the memory module): a kernel that succeeds costs no
-    more than before.
+    a second failure, becomes the eagerflow error :func:`translate_failure` makes of it.
+    Only this path pays for the retry (and imports the memory module): a kernel that
+    succeeds costs no more than before.
     """
     from eagerflow.framework import memory
 
@@ -399,36 +445,44 @@ def _kernel_failed(prim, kernel, values, inputs, attrs, device, exc):
                 device, exc, lambda: kernel(*values, **attrs) if attrs else kernel(*values))
         except Exception as again:  # noqa: BLE001 - translated below
             exc = again
-    raise _translate(prim, inputs, attrs, device, exc) from None
+    raise translate_failure(prim, inputs, attrs, device, exc) from None
 
 
-def _translate(prim, inputs, attrs, device, exc):
-    """Turns a kernel's exception into an eagerflow error naming op, shapes, dtypes, device."""
+def translate_failure(prim, inputs, attrs, device, exc):
+    """Turns a kernel's exception into an eagerflow error naming op, shapes, dtypes, device.
+
+    ``prim`` is the Primitive, or a graph builtin's op name; an OpError the kernel raised
+    itself is completed with the call site, an allocation failure becomes
+    ResourceExhaustedError with the device's memory report, anything else
+    InvalidArgumentError with a hint at the usual fix.
+    """
     from eagerflow.framework import memory
 
-    where = "%s(%s)%s on %s" % (prim.name, _describe(inputs), _attrs_text(attrs), _dev(device))
+    name = getattr(prim, "name", prim)
+    where = "%s(%s)%s on %s" % (name, _describe(inputs), _attrs_text(attrs), _dev(device))
     if isinstance(exc, errors.OpError):
         if exc.op is None:
             # Raised by a kernel's own check: add the call site it could not see.
-            exc.op = prim.name
+            exc.op = name
             exc.message = "%s: %s" % (where, exc.message)
             exc.args = (exc.message,)
         return exc
     if memory.is_out_of_memory(exc):
         return errors.ResourceExhaustedError(
-            None, prim.name, memory.out_of_memory_message(where, device, exc))
+            None, name, memory.out_of_memory_message(where, device, exc))
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    name = type(exc).__name__
+    kind = type(exc).__name__
     if "broadcast" in detail or "shapes" in detail or "shape" in detail:
         fix = " Make the shapes equal or broadcast-compatible (reshape/expand_dims)."
     elif isinstance(exc, IndexError):
         fix = " An index is out of range for the input's shape."
-    elif isinstance(exc, np.linalg.LinAlgError) or name == "LinAlgError":
+    elif isinstance(exc, np.linalg.LinAlgError) or kind == "LinAlgError":
         fix = " The matrix may be singular or not positive definite."
     elif isinstance(exc, (TypeError,)) and "ufunc" in detail:
         fix = " This dtype is not supported by the op."
     else:
         fix = ""
-    hint = (" " + prim.hint) if prim.hint else ""
+    hint = getattr(prim, "hint", None)
+    hint = (" " + hint) if hint else ""
     return errors.InvalidArgumentError(
-        None, prim.name, "%s failed: %s.%s%s" % (where, detail.rstrip("."), fix, hint))
+        None, name, "%s failed: %s.%s%s" % (where, detail.rstrip("."), fix, hint))

@@ -26,6 +26,67 @@ NUMERIC = REAL + COMPLEX
 BOOL = (d.bool,)
 ALL = NUMERIC + BOOL
 
+# The operand dtypes a primitive's GPU scalar expression (``gpu_expr``) is written for.
+GPU_FLOAT = frozenset(("float32", "float64"))
+GPU_NUM = GPU_FLOAT | frozenset(
+    ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+GPU_ANY = GPU_NUM | {"bool"}
+GPU_BOOL = frozenset(("bool",))
+
+# Cost estimates (``cost``) for the placer; a dimension unknown at trace time (a ``None``
+# batch size) counts as this many elements.
+UNKNOWN_DIM = 32
+
+
+def aval_size(aval):
+    """The element count of an abstract value (unknown dimensions count UNKNOWN_DIM)."""
+    if aval.shape is None:
+        return UNKNOWN_DIM
+    n = 1
+    for dim in aval.shape:
+        n *= UNKNOWN_DIM if dim is None else dim
+    return n
+
+
+def aval_dim(aval, axis):
+    """One dimension of an abstract value, counted from the end (``axis`` < 0); unknown,
+    or a rank too small for it: UNKNOWN_DIM."""
+    if aval.shape is None or len(aval.shape) < -axis:
+        return UNKNOWN_DIM
+    d_ = aval.shape[axis]
+    return UNKNOWN_DIM if d_ is None else d_
+
+
+def matmul_cost(ins, outs, attrs):
+    """``2*m*n*k``: two flops per multiply-add of a (batched) matrix product (None, the
+    default estimate, for a node without its two operands)."""
+    if len(ins) < 2:
+        return None
+    a = ins[0]
+    transposed = attrs.get("transpose_a") or attrs.get("adjoint_a")
+    k = aval_dim(a, -2) if transposed else aval_dim(a, -1)
+    return 2 * sum(aval_size(o) for o in outs) * k
+
+
+def conv_cost(ins, outs, attrs):
+    """The output (or input) size times the kernel volume times the input channels, times 2
+    (the kernel is the largest operand after the first; None without one)."""
+    if len(ins) < 2:
+        return None
+    kernel = max(ins[1:], key=aval_size)
+    per_output = aval_size(kernel) // max(aval_dim(kernel, -1), 1)
+    size = max(sum(aval_size(o) for o in outs), max(aval_size(a) for a in ins))
+    return 2 * size * max(per_output, 1)
+
+
+def cubic_cost(ins, outs, attrs):
+    """``n**3`` per matrix of a batch: a factorization, inverse or solve."""
+    if not ins:
+        return None
+    x = ins[0]
+    n = aval_dim(x, -1)
+    return n ** 3 * max(aval_size(x) // max(n ** 2, 1), 1)
+
 UNARY_SHAPES = [(), (0,), (5,), (2, 3), (2, 1, 3)]
 BINARY_SHAPES = [((), ()), ((5,), (5,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)),
                  ((0,), (0,)), ((3, 1, 2), (4, 1))]

@@ -117,6 +117,15 @@ class Primitive:
             general kernel is needed. The graph executor asks for it once per node, so
             checks and shape arithmetic happen at compile time. It must compute exactly what
             the general kernel computes.
+        gpu_expr: Optional ``(dtype_names, template)``: the op as a scalar C expression, for
+            generated elementwise GPU kernels (fused regions). ``{0}``, ``{1}``.. are the
+            operands, ``{T}`` the C type of the dtype group's operands, ``{O}`` the result's,
+            ``{attr}`` a numeric attr; ``dtype_names`` the operand dtypes it is written for.
+            A template of None asks the fusion pass to write it per target dtype (Cast).
+            Without one, the op runs its own kernel inside a fused region on a GPU.
+        cost: Optional ``cost(in_avals, out_avals, attrs) -> flops``, the estimate the
+            cost-based placer simulates with; None: the larger of the input and output
+            element counts (right for elementwise ops and reductions).
     """
 
     __slots__ = (
@@ -124,14 +133,14 @@ class Primitive:
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
         "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "static_kernel",
-        "elementwise", "__weakref__",
+        "gpu_expr", "cost", "elementwise", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
                  shape_fn=None, vjp=None, saves=None, reference=None, samples=None,
                  sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
                  tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False,
-                 static_kernel=None):
+                 static_kernel=None, gpu_expr=None, cost=None):
         self.name = name
         self.forward = forward
         self.kernels = [None, None]
@@ -156,6 +165,8 @@ class Primitive:
         self.elementwise = False
         self.vjp_skips = vjp_skips
         self.static_kernel = static_kernel
+        self.gpu_expr = gpu_expr
+        self.cost = cost
         # The eager fast path handles prims whose every input shares one dtype.
         self.fast = dtype_group == "all" and not variadic
         self.set_vjp(vjp, saves)
@@ -243,6 +254,11 @@ def get(name):
             None, name, "Op type not registered: %r.%s" % (
                 name, " Did you mean %s?" % ", ".join(close) if close else ""))
     return prim
+
+
+def find(name):
+    """The primitive named ``name``, or None (``get`` raises instead)."""
+    return _REGISTRY.get(name)
 
 
 def all_primitives():

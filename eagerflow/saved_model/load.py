@@ -190,7 +190,7 @@ class SignatureFunction:
     """
 
     def __init__(self, sig, loaded):
-        from eagerflow.function.serialize import _decode_aval
+        from eagerflow.function.serialize.codec import _decode_aval
         from eagerflow.tensor_shape import TensorShape, TensorSpec
 
         def spec(msg):
@@ -357,7 +357,7 @@ def load(export_dir, tags=None, options=None):
             raise _format.not_found(where, "no value for variable %r (%s)"
                                     % (vdef.key, vdef.name))
         value = values[vdef.key]
-        dtype = serialize._decode_dtype(vdef.dtype)
+        dtype = serialize.codec._decode_dtype(vdef.dtype)
         shape = TensorShape([None if d < 0 else d for d in vdef.shape.dim])
         if value.dtype != dtype.as_numpy_dtype or not shape.is_compatible_with(value.shape):
             raise _format.data_loss(where, "tensor %r is %s%s, but variable %s is %s%s" % (

@@ -307,6 +307,6 @@ def save(obj, export_dir, signatures=None, options=None):
 
 
 def _host_value(var):
-    from eagerflow.function.serialize import _host
+    from eagerflow.function.serialize.codec import _host
 
     return _host(var._value)

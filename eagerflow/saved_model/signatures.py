@@ -117,7 +117,7 @@ def add_signature(model, name, function_index, concrete, input_names):
 
     sig = model.signature.add(name=name, concrete_function=function_index)
     for node, input_name in zip(concrete.graph.inputs, input_names):
-        serialize._encode_spec(node.avals[0], sig.input.add(), input_name)
+        serialize.codec._encode_spec(node.avals[0], sig.input.add(), input_name)
     structured = concrete.structured_outputs
     if structured is None:
         # A function run for its effects (assigning variables) returns nothing: a signature

@@ -388,7 +388,7 @@ def test_attr_values_round_trip():
     pytest.importorskip("hypothesis")
     from hypothesis import given, settings
 
-    pb = serialize._pb()
+    pb = serialize.codec._pb()
 
     @settings(max_examples=100, deadline=None, derandomize=True)
     @given(_attr_values())
@@ -471,7 +471,7 @@ def test_truncated_and_corrupted_bytes():
     with pytest.raises(errors.DataLossError):
         serialize.load_function(bytes(rng.integers(0, 256, size=200, dtype=np.uint8)))
     with pytest.raises(errors.DataLossError, match="format"):
-        serialize.load_function(serialize._pb().SavedFunctionFile(
+        serialize.load_function(serialize.codec._pb().SavedFunctionFile(
             format="something else").SerializeToString())
     count("serialize: truncated or corrupted byte strings refused", refused)
 
@@ -519,3 +519,30 @@ def test_unknown_op_and_inconsistent_graphs():
 
     with pytest.raises(errors.DataLossError, match="dtype"):
         serialize.load_function(_edited(bad_dtype))
+
+
+def test_a_fused_region_loads_and_runs_in_a_fresh_interpreter(tmp_path):
+    # The executor step of a fused region is registered by the optimizer passes; a process
+    # that only loads a graph (a parameter server) has never imported them.
+    from eagerflow.function import passes
+    from tests.fresh_interpreter import run_python
+
+    f = ef.function(lambda x: ef.tanh(x) * 2.0 + ef.exp(x))
+    graph = passes.optimize(f.get_concrete_function(ef.TensorSpec([4])).graph)
+    assert "FusedElementwise" in [n.op for n in graph.nodes]
+    path = tmp_path / "fused.efg"
+    path.write_bytes(serialize.proto_to_bytes(serialize.graph_to_proto(graph)))
+    x = np.array([-1.0, 0.0, 0.5, 2.0], np.float32)
+    out = run_python("""
+        import sys
+        import numpy as np
+        import eagerflow as ef
+        from eagerflow.function import serialize
+        assert "eagerflow.function.passes" not in sys.modules
+        from eagerflow.function.executor import Executor
+        graph = serialize.proto_to_graph(serialize.bytes_to_proto(open(sys.argv[1], "rb").read()))
+        # As a task that is sent a graph runs it: straight into an executor.
+        out, = Executor(graph).run([np.array([-1.0, 0.0, 0.5, 2.0], np.float32)], [])
+        print(repr(np.asarray(out).tolist()))
+    """, str(path))
+    np.testing.assert_allclose(eval(out), np.tanh(x) * 2.0 + np.exp(x), rtol=1e-6)  # noqa: S307

@@ -29,7 +29,7 @@ def _assert_same_training(one, many, rtol=1e-5):
         assert np.max(np.abs(a - b)) <= rtol * np.max(np.abs(a)), np.max(np.abs(a - b))
 
 
-@pytest.mark.parametrize("n,traced", [(2, False), (3, True)])
+@pytest.mark.parametrize("n,traced", [(2, False), (3, False), (2, True), (3, True)])
 def test_custom_loop_equals_single_process(tmp_path, n, traced):
     # Adam on the bundled digits, global batch 64, 12 steps; ranks seed their initializers
     # differently, so equality also shows rank 0's initial values were broadcast.
@@ -40,7 +40,8 @@ def test_custom_loop_equals_single_process(tmp_path, n, traced):
         many = json.load(f)
     _assert_same_training(one, many)
     if traced:  # inside @function the all-reduce is a graph node
-        assert many["collective_nodes"] > 0 and one["collective_nodes"] == 0, many
+        assert many["collective_nodes"] == 2 and one["collective_nodes"] == 0, many
+        assert many["merged_nodes"] == 1, many  # gradients and loss: one collective a step
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -67,8 +68,11 @@ def test_data_sharding_policies_and_uneven_data(n):
                   "has 3"),
 ])
 def test_ranks_building_different_models_fail_fast_with_the_difference(mode, message):
-    res = mpirun(2, "mismatch.py", mode, env={"EAGERFLOW_COLLECTIVE_TIMEOUT": "60"})
-    assert res.returncode != 0 and res.seconds < 20, res  # long before the 60 s deadline
+    res = mpirun(2, "mismatch.py", mode, env={"EAGERFLOW_COLLECTIVE_TIMEOUT": "120"},
+                 timeout=240)
+    # Long before the 120 s deadline (a few seconds quiet; the margin is for start-up on a
+    # loaded machine: a job that waited for the deadline cannot finish under 60 s).
+    assert res.returncode != 0 and res.seconds < 60, res
     # Every rank prints the message of the rank that stopped first (in "gradients" mode
     # both detect the mismatch, so either may be first).
     for r in range(2):

@@ -105,7 +105,7 @@ def test_tampered_string_tensor_is_refused():
     from eagerflow.function import graph_pb2
 
     msg = graph_pb2.TensorProto()
-    serialize._encode_tensor(np.array([b"a", b"b"], dtype=object), msg)
+    serialize.codec._encode_tensor(np.array([b"a", b"b"], dtype=object), msg)
     del msg.string_val[1]
     with pytest.raises(errors.DataLossError):
-        serialize._decode_tensor(msg)
+        serialize.codec._decode_tensor(msg)

@@ -9,10 +9,13 @@
   Identity/StopGradient;
 * ``cse``: duplicate computations (and variable reads between writes) merge;
 * ``dce``: nodes no output or side effect needs are dropped;
+* ``collectives``: independent all-reduces of the same kind merge into one node;
 * ``fusion``: clusters of elementwise ops become one FusedElementwise node.
 
-They run in that order, repeated while anything changes (at most ``MAX_ROUNDS`` times),
-then fusion runs once. Each is switched by ``eagerflow.config.optimizer`` options.
+The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
+times), then collectives and fusion run once. Each is switched by
+``eagerflow.config.optimizer`` options (collectives only by ``disable_meta_optimizer``:
+merging never changes a value, and every rank must rewrite its graph the same way).
 
 Example:
     >>> import eagerflow as ef
@@ -28,7 +31,7 @@ from __future__ import annotations
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
-    algebraic, constant_folding, cse, dce, fused_step, fusion,
+    algebraic, collectives, constant_folding, cse, dce, fused_step, fusion,
 )
 from eagerflow.function.passes.common import copy_graph
 
@@ -85,6 +88,7 @@ def _optimize(graph, opts, done):
             changed = rewrite(out) or changed
         if not changed:
             break
+    collectives.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
         fusion.run(out)
     return out

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 
+from eagerflow.function import builtins
 from eagerflow.function.graph import Graph, Node
 
 # Builtin ops (no primitive) that compute a pure function of their inputs. Any other
 # builtin (variable ops, Print, control flow, Send/Recv) is treated as a side effect.
-PURE_BUILTINS = frozenset(("Const", "FusedElementwise"))
+PURE_BUILTINS = builtins.names(pure=True)
 
 
 def is_effectful(node):

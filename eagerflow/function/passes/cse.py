@@ -9,11 +9,12 @@ communication), starts a new one, so a read after a write never takes the earlie
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function.passes.common import Substitution, hashable, is_pure
 
-_ASSIGNS = frozenset(("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"))
-# Effectful builtins known not to write variables.
-_NO_WRITES = frozenset(("Print", "ReadVariableOp"))
+_ASSIGNS = builtins.names(assigns=True)
+# Effectful builtins known not to write variables: reads and console output.
+_NO_WRITES = frozenset((builtins.PRINT, builtins.READ_VARIABLE))
 
 
 def run(graph):
@@ -27,7 +28,7 @@ def run(graph):
         sub.apply(node)
         op = node.op
         key = None
-        if op == "ReadVariableOp":
+        if op == builtins.READ_VARIABLE:
             var = node.attrs.get("variable")
             key = (op, var, epochs.get(var, 0), barrier, node.device)
         elif op in _ASSIGNS:
@@ -35,7 +36,7 @@ def run(graph):
             epochs[var] = epochs.get(var, 0) + 1
         elif is_pure(node):
             key = _key(node)
-        elif node.op != "Placeholder" and op not in _NO_WRITES and node.prim is None:
+        elif node.op != builtins.PLACEHOLDER and op not in _NO_WRITES and node.prim is None:
             barrier += 1
         if key is not None:
             first = seen.get(key)

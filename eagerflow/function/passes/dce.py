@@ -8,10 +8,12 @@ arguments and captures are bound by position.
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function.passes.common import is_effectful
 
-# Ops that only report on values; TF's debug_stripper removes Assert/Print/CheckNumerics.
-DEBUG_OPS = frozenset(("Print", "Assert", "CheckNumerics"))
+# Ops that only report on values; TF's debug_stripper removes Assert/Print/CheckNumerics
+# (the debug builtins, and the one debug primitive).
+DEBUG_OPS = builtins.names(debug=True) | {"CheckNumerics"}
 
 
 def run(graph):

@@ -294,7 +294,7 @@ def _failure(program, node, device):
 
     def fail(step, exc):
         prim = program.prims[step]
-        error = dispatch._translate(prim, [], program.attrs[step], device, exc)
+        error = dispatch.translate_failure(prim, [], program.attrs[step], device, exc)
         origin = origins[step] if step < len(origins) else None
         if origin:
             error.message = "%s (fused; the op was created at %s:%d)" % (
@@ -313,61 +313,27 @@ CTYPES = {
     "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "bool",
 }
 _FLOAT = frozenset(("float32", "float64"))
-_INT = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
-_NUM = _FLOAT | _INT
-_ANY = _NUM | {"bool"}
-
-# op -> (input dtypes allowed, expression); ``{0}``.. are the operands, ``{T}`` the operand's
-# C type, ``{O}`` the result's. Expressions follow numpy's results (NaN propagation in
-# maximum/minimum/relu), so a fused kernel computes what the per-op kernels compute.
-_UNARY_FLOAT = {
-    "Exp": "exp", "Expm1": "expm1", "Log": "log", "Log1p": "log1p", "Sqrt": "sqrt",
-    "Tanh": "tanh", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
-    "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh",
-    "Atanh": "atanh", "Erf": "erf", "Erfc": "erfc", "Floor": "floor", "Ceil": "ceil",
-    "Rint": "rint",
-}
-EXPRESSIONS = {name: (_FLOAT, fn + "({0})") for name, fn in _UNARY_FLOAT.items()}
-EXPRESSIONS.update({
-    "AddV2": (_NUM, "{0} + {1}"), "Sub": (_NUM, "{0} - {1}"), "Mul": (_NUM, "{0} * {1}"),
-    "RealDiv": (_FLOAT, "{0} / {1}"), "Neg": (_NUM, "-{0}"), "Square": (_NUM, "{0} * {0}"),
-    "SquaredDifference": (_NUM, "({0} - {1}) * ({0} - {1})"),
-    "Pow": (_FLOAT, "pow({0}, {1})"), "Atan2": (_FLOAT, "atan2({0}, {1})"),
-    "Reciprocal": (_FLOAT, "({T})1 / {0}"), "Rsqrt": (_FLOAT, "({T})1 / sqrt({0})"),
-    "Sigmoid": (_FLOAT, "({T})1 / (({T})1 + exp(-{0}))"),
-    "Softsign": (_FLOAT, "{0} / (({T})1 + fabs({0}))"),
-    "Abs": (_NUM, "({0} < ({T})0 ? -{0} : {0})"),
-    "Maximum": (_NUM, "({0} >= {1} || isnan((double){0})) ? {0} : {1}"),
-    "Minimum": (_NUM, "({0} <= {1} || isnan((double){0})) ? {0} : {1}"),
-    "Relu": (_NUM, "({0} > ({T})0 || isnan((double){0})) ? {0} : ({T})0"),
-    "Relu6": (_NUM, "isnan((double){0}) ? {0} : ({0} > ({T})6 ? ({T})6 : "
-                    "({0} > ({T})0 ? {0} : ({T})0))"),
-    "ReluGrad": (_NUM, "{0} * ({T})({1} > ({T})0)"),
-    "LeakyRelu": (_FLOAT, "{0} > ({T})0 ? {0} : {0} * ({T})({alpha})"),
-    "Equal": (_ANY, "{0} == {1}"), "NotEqual": (_ANY, "{0} != {1}"),
-    "Less": (_NUM, "{0} < {1}"), "LessEqual": (_NUM, "{0} <= {1}"),
-    "Greater": (_NUM, "{0} > {1}"), "GreaterEqual": (_NUM, "{0} >= {1}"),
-    "LogicalAnd": ({"bool"}, "{0} && {1}"), "LogicalOr": ({"bool"}, "{0} || {1}"),
-    "LogicalXor": ({"bool"}, "{0} != {1}"), "LogicalNot": ({"bool"}, "!{0}"),
-    "IsNan": (_FLOAT, "isnan({0})"), "IsInf": (_FLOAT, "isinf({0})"),
-    "IsFinite": (_FLOAT, "isfinite({0})"),
-    "ZerosLike": (_ANY, "({O})0"), "OnesLike": (_ANY, "({O})1"),
-    "SelectV2": (_ANY, "{0} ? {1} : {2}"),
-    "Cast": (_ANY, None),  # written per target dtype below
-})
 
 
 def cuda_expression(op, operand_dtypes, out_dtype, attrs, operands):
-    """The C expression of one sub-op, or None when it has none for these dtypes."""
-    entry = EXPRESSIONS.get(op)
+    """The C expression of one sub-op, or None when it has none for these dtypes.
+
+    The expression is the primitive's declared ``gpu_expr`` (see ``eagerflow.ops.registry``);
+    ``op`` is the Primitive or its name. Its dtype names apply to the operands of the op's
+    dtype group (SelectV2's condition is a bool whatever the values are).
+    """
+    prim = op if op.__class__ is not str else registry.find(op)
+    entry = None if prim is None else prim.gpu_expr
     if entry is None or out_dtype not in CTYPES:
         return None
     allowed, template = entry
-    value_dtypes = operand_dtypes[1:] if op == "SelectV2" else operand_dtypes
+    group = prim.dtype_group
+    value_dtypes = operand_dtypes if group == "all" else [
+        operand_dtypes[i] for i in group if i < len(operand_dtypes)]
     if any(d not in allowed for d in value_dtypes) or any(
             d not in CTYPES for d in operand_dtypes):
         return None
-    if op == "Cast":
+    if template is None:  # a conversion, written per target dtype
         if out_dtype == "bool":
             return "(%s != 0)" % operands[0]
         return "static_cast<%s>(%s)" % (CTYPES[out_dtype], operands[0])
@@ -395,7 +361,7 @@ def cuda_source(program):
     dtypes = list(program.in_dtypes) + list(program.dtypes)
     lines = []
     for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
-        expr = cuda_expression(prim.name, [dtypes[r] for r in refs], program.dtypes[j],
+        expr = cuda_expression(prim, [dtypes[r] for r in refs], program.dtypes[j],
                                program.attrs[j], [names[r] for r in refs])
         if expr is None:
             return None

@@ -77,7 +77,7 @@ def _fusable(node, device):
     if getattr(device, "backend_index", 0):
         operand_dtypes = [src.avals[i].dtype.name for src, i in node.inputs]
         operands = ["x%d" % k for k in range(len(node.inputs))]
-        if fused_step.cuda_expression(prim.name, operand_dtypes, node.avals[0].dtype.name,
+        if fused_step.cuda_expression(prim, operand_dtypes, node.avals[0].dtype.name,
                                       node.attrs, operands) is None:
             return None
     return text

@@ -11,8 +11,28 @@ from eagerflow.keras.losses.functions import (
 )
 
 
+class _PlainLoss(LossFunctionWrapper):
+    """A loss class for a loss function that takes no options of its own.
+
+    A subclass names its function and default name in its bases (``fn=``, ``name=``) and
+    gets the ``__init__(reduction, name, dtype)`` that every such Keras loss has.
+    """
+
+    def __init_subclass__(cls, fn=None, name=None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if fn is None:
+            return
+        default_name = name
+
+        def __init__(self, reduction="sum_over_batch_size", name=default_name, dtype=None):
+            LossFunctionWrapper.__init__(self, fn, name=name, reduction=reduction, dtype=dtype)
+
+        __init__.__qualname__ = cls.__qualname__ + ".__init__"
+        cls.__init__ = __init__
+
+
 # -- loss classes --------------------------------------------------------------------------
-class MeanSquaredError(LossFunctionWrapper):
+class MeanSquaredError(_PlainLoss, fn=mean_squared_error, name="mean_squared_error"):
     """``mean(square(y_true - y_pred))`` per sample, then reduced.
 
     Args:
@@ -27,12 +47,8 @@ class MeanSquaredError(LossFunctionWrapper):
         0.5
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_error",
-                 dtype=None):
-        super().__init__(mean_squared_error, name=name, reduction=reduction, dtype=dtype)
 
-
-class MeanAbsoluteError(LossFunctionWrapper):
+class MeanAbsoluteError(_PlainLoss, fn=mean_absolute_error, name="mean_absolute_error"):
     """``mean(abs(y_true - y_pred))`` per sample, then reduced.
 
     Example:
@@ -41,12 +57,9 @@ class MeanAbsoluteError(LossFunctionWrapper):
         0.5
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="mean_absolute_error",
-                 dtype=None):
-        super().__init__(mean_absolute_error, name=name, reduction=reduction, dtype=dtype)
 
-
-class MeanAbsolutePercentageError(LossFunctionWrapper):
+class MeanAbsolutePercentageError(_PlainLoss, fn=mean_absolute_percentage_error,
+                                  name="mean_absolute_percentage_error"):
     """``100 * mean(abs((y_true - y_pred) / y_true))`` per sample, then reduced.
 
     Example:
@@ -55,13 +68,9 @@ class MeanAbsolutePercentageError(LossFunctionWrapper):
         25.0
     """
 
-    def __init__(self, reduction="sum_over_batch_size",
-                 name="mean_absolute_percentage_error", dtype=None):
-        super().__init__(mean_absolute_percentage_error, name=name, reduction=reduction,
-                         dtype=dtype)
 
-
-class MeanSquaredLogarithmicError(LossFunctionWrapper):
+class MeanSquaredLogarithmicError(_PlainLoss, fn=mean_squared_logarithmic_error,
+                                  name="mean_squared_logarithmic_error"):
     """``mean(square(log(y_true + 1) - log(y_pred + 1)))`` per sample, then reduced.
 
     Example:
@@ -69,11 +78,6 @@ class MeanSquaredLogarithmicError(LossFunctionWrapper):
         >>> float(losses.MeanSquaredLogarithmicError()([[1.0]], [[1.0]]))
         0.0
     """
-
-    def __init__(self, reduction="sum_over_batch_size",
-                 name="mean_squared_logarithmic_error", dtype=None):
-        super().__init__(mean_squared_logarithmic_error, name=name, reduction=reduction,
-                         dtype=dtype)
 
 
 class CosineSimilarity(LossFunctionWrapper):
@@ -118,7 +122,7 @@ class Huber(LossFunctionWrapper):
         super().__init__(huber, name=name, reduction=reduction, dtype=dtype, delta=delta)
 
 
-class LogCosh(LossFunctionWrapper):
+class LogCosh(_PlainLoss, fn=log_cosh, name="log_cosh"):
     """``mean(log(cosh(y_pred - y_true)))`` per sample, then reduced.
 
     Example:
@@ -128,11 +132,8 @@ class LogCosh(LossFunctionWrapper):
         0.108
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="log_cosh", dtype=None):
-        super().__init__(log_cosh, name=name, reduction=reduction, dtype=dtype)
 
-
-class Hinge(LossFunctionWrapper):
+class Hinge(_PlainLoss, fn=hinge, name="hinge"):
     """Hinge loss ``maximum(1 - y_true * y_pred, 0)`` (0/1 labels become -1/1).
 
     Example:
@@ -141,11 +142,8 @@ class Hinge(LossFunctionWrapper):
         0.25
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="hinge", dtype=None):
-        super().__init__(hinge, name=name, reduction=reduction, dtype=dtype)
 
-
-class SquaredHinge(LossFunctionWrapper):
+class SquaredHinge(_PlainLoss, fn=squared_hinge, name="squared_hinge"):
     """Squared hinge loss ``square(maximum(1 - y_true * y_pred, 0))``.
 
     Example:
@@ -154,11 +152,8 @@ class SquaredHinge(LossFunctionWrapper):
         0.25
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="squared_hinge", dtype=None):
-        super().__init__(squared_hinge, name=name, reduction=reduction, dtype=dtype)
 
-
-class CategoricalHinge(LossFunctionWrapper):
+class CategoricalHinge(_PlainLoss, fn=categorical_hinge, name="categorical_hinge"):
     """Categorical hinge loss ``maximum(neg - pos + 1, 0)``.
 
     Example:
@@ -167,12 +162,8 @@ class CategoricalHinge(LossFunctionWrapper):
         0.7
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="categorical_hinge",
-                 dtype=None):
-        super().__init__(categorical_hinge, name=name, reduction=reduction, dtype=dtype)
 
-
-class KLDivergence(LossFunctionWrapper):
+class KLDivergence(_PlainLoss, fn=kl_divergence, name="kl_divergence"):
     """Kullback-Leibler divergence ``sum(y_true * log(y_true / y_pred))``.
 
     Example:
@@ -181,11 +172,8 @@ class KLDivergence(LossFunctionWrapper):
         0.6931
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence", dtype=None):
-        super().__init__(kl_divergence, name=name, reduction=reduction, dtype=dtype)
 
-
-class Poisson(LossFunctionWrapper):
+class Poisson(_PlainLoss, fn=poisson, name="poisson"):
     """Poisson loss ``mean(y_pred - y_true * log(y_pred))``.
 
     Example:
@@ -193,9 +181,6 @@ class Poisson(LossFunctionWrapper):
         >>> round(float(losses.Poisson()([[0.0]], [[2.0]])), 5)
         2.0
     """
-
-    def __init__(self, reduction="sum_over_batch_size", name="poisson", dtype=None):
-        super().__init__(poisson, name=name, reduction=reduction, dtype=dtype)
 
 
 class BinaryCrossentropy(LossFunctionWrapper):

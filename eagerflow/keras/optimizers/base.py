@@ -34,66 +34,20 @@ import warnings
 import eagerflow as ef
 from eagerflow.framework import strategy_context
 from eagerflow.keras.optimizers import schedules as schedules_lib
+from eagerflow.keras.optimizers.optimizer_gradients import GradientTransformsMixin
+from eagerflow.keras.optimizers.optimizer_slots import SlotsMixin
+from eagerflow.keras.optimizers.optimizer_utils import (
+    _cast,
+    _check_nonneg,
+    _dense,
+    floatx,
+)
 from eagerflow.module import Module
 
 __all__ = ["Optimizer"]
 
-_AGGREGATIONS = {
-    None: ef.VariableAggregation.NONE, "none": ef.VariableAggregation.NONE,
-    "sum": ef.VariableAggregation.SUM, "mean": ef.VariableAggregation.MEAN,
-    "only_first_replica": ef.VariableAggregation.ONLY_FIRST_REPLICA,
-}
 
-
-def floatx():
-    """Keras' default float dtype name (``eagerflow.keras.backend.floatx()`` if present)."""
-    try:
-        from eagerflow.keras import backend
-    except ImportError:
-        return "float32"
-    get = getattr(backend, "floatx", None)
-    return get() if get is not None else "float32"
-
-
-def _cast(x, dtype):
-    """``x`` as a tensor of ``dtype`` (no op when it already is one)."""
-    if getattr(x, "_is_variable", False):
-        x = x.read_value()
-    if isinstance(x, ef.Tensor):
-        return x if x.dtype is dtype else ef.cast(x, dtype)
-    return ef.constant(x, dtype=dtype)
-
-
-def _dense(grad):
-    """A gradient as a dense tensor (IndexedSlices are summed into their rows)."""
-    if isinstance(grad, ef.IndexedSlices):
-        return ef.convert_to_tensor(grad)
-    return grad if isinstance(grad, ef.Tensor) else ef.convert_to_tensor(grad)
-
-
-def _check_nonneg(name, value, upper=None):
-    if value is None:
-        return
-    if not isinstance(value, (int, float)) or value < 0 or (upper is not None and
-                                                             value > upper):
-        bound = "[0, %s]" % upper if upper is not None else ">= 0"
-        raise ValueError("Argument `%s` must be a number %s. Received: %s=%r"
-                         % (name, bound, name, value))
-
-
-def _named_initializer(initializer, shape, dtype, name):
-    """A Keras initializer given by name ("glorot_uniform", ...), called once."""
-    try:
-        from eagerflow.keras import initializers
-        init = initializers.get(initializer)
-    except (ImportError, ValueError, TypeError):
-        raise ValueError("Unsupported initializer %r for variable %r; use 'zeros', 'ones', a "
-                         "number, a Keras initializer name, or a callable (shape, dtype)."
-                         % (initializer, name)) from None
-    return init(shape, dtype=dtype)
-
-
-class Optimizer(Module):
+class Optimizer(SlotsMixin, GradientTransformsMixin, Module):
     """Base class for optimizers; subclasses implement ``update_step``.
 
     Args:
@@ -229,9 +183,6 @@ class Optimizer(Module):
         self._track(variable)
         return variable
 
-    def _track(self, variable):
-        if all(v is not variable for v in self._variables):
-            self._variables.append(variable)
 
     @property
     def learning_rate(self):
@@ -284,146 +235,6 @@ class Optimizer(Module):
     def iterations(self, value):
         self._iterations.assign(_cast(value, ef.int64))
 
-    @property
-    def variables(self):
-        """``iterations``, the learning-rate variable, then the slots in creation order."""
-        return list(self._variables)
-
-    @property
-    def trainable_variables(self):
-        return ()
-
-    @property
-    def non_trainable_variables(self):
-        return tuple(self._variables)
-
-    def _var_key(self, variable):
-        key = getattr(variable, "unique_id", None)
-        return id(variable) if key is None else key
-
-    def _get_variable_index(self, variable):
-        return self._var_index[self._var_key(variable)]
-
-    def get_slot_names(self):
-        """The names of the slots this optimizer keeps per variable."""
-        names = []
-        for table in self._slots.values():
-            names.extend(n for n in table if n not in names)
-        return names
-
-    def get_slot(self, var, slot_name):
-        """The slot variable ``slot_name`` of model variable ``var``.
-
-        Raises:
-            KeyError: If ``var`` has no such slot (it was never updated, or the
-                optimizer keeps no slot of that name); the message lists what exists.
-        """
-        table = self._slots.get(self._var_key(var))
-        if table is None or slot_name not in table:
-            raise KeyError("No slot %r for variable %s in optimizer %s. Slots it has: %s"
-                           % (slot_name, getattr(var, "name", var), self.name,
-                              sorted(table) if table else "none (variable not built)"))
-        return table[slot_name]
-
-    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="mean",
-                     name=None):
-        """Creates an optimizer variable (not trainable) and tracks it.
-
-        Args:
-            shape: The variable's shape.
-            initializer: "zeros", "ones", a number, or a callable ``(shape, dtype)``.
-            dtype: The dtype (default: Keras' floatx).
-            aggregation: "none", "sum", "mean" or "only_first_replica".
-            name: Its name within the optimizer's name scope.
-
-        Returns:
-            The new Variable.
-        """
-        dtype = ef.as_dtype(dtype or floatx())
-        shape = [int(d) for d in shape]
-        if callable(initializer):
-            value = initializer(shape, dtype)
-        elif initializer == "zeros":
-            value = ef.zeros(shape, dtype=dtype)
-        elif initializer == "ones":
-            value = ef.ones(shape, dtype=dtype)
-        elif isinstance(initializer, (int, float)):
-            value = ef.fill(shape, ef.constant(initializer, dtype=dtype))
-        else:
-            value = _named_initializer(initializer, shape, dtype, name)
-        with self.name_scope:
-            variable = ef.Variable(value, dtype=dtype, name=name, trainable=False,
-                                   aggregation=_AGGREGATIONS[aggregation])
-        self._track(variable)
-        return variable
-
-    def add_variable_from_reference(self, reference_variable, name=None,
-                                    initializer="zeros"):
-        """Creates a slot with the shape, dtype and device of ``reference_variable``.
-
-        Args:
-            reference_variable: The model variable the slot belongs to.
-            name: The slot's name (e.g. "momentum").
-            initializer: "zeros", "ones", a number, or a callable ``(shape, dtype)``.
-
-        Returns:
-            The new Variable, also registered so ``get_slot(reference, name)`` finds it.
-        """
-        slot = name or "var"
-        base = str(reference_variable.name).split(":")[0].replace("/", "_")
-        value = reference_variable.read_value()
-        dtype = value.dtype
-        if callable(initializer):
-            init = initializer(list(value.shape), dtype)
-        elif initializer == "zeros":
-            init = ef.zeros_like(value)
-        elif initializer == "ones":
-            init = ef.ones_like(value)
-        elif isinstance(initializer, (int, float)):
-            init = ef.zeros_like(value) + ef.constant(initializer, dtype=dtype)
-        else:
-            init = _named_initializer(initializer, list(value.shape), dtype, slot)
-        with ef.device(reference_variable.device), self.name_scope:
-            variable = ef.Variable(init, name=base + "_" + slot, trainable=False,
-                                   shape=reference_variable.shape)
-        self._track(variable)
-        self._slots.setdefault(self._var_key(reference_variable), {})[slot] = variable
-        return variable
-
-    def build(self, var_list):
-        """Creates the slots of every variable in ``var_list`` not seen before.
-
-        Called by ``apply`` on first use; calling it ahead (e.g. at compile time) makes
-        every optimizer variable before any step, which a traced train step prefers.
-
-        Args:
-            var_list: The model variables this optimizer will update.
-        """
-        new = []
-        for v in var_list:
-            key = self._var_key(v)
-            if key not in self._var_index:
-                self._var_index[key] = len(self._trainable_variables)
-                self._trainable_variables.append(v)
-                new.append(v)
-        if new:
-            self._build_slots(new)
-        self.built = True
-
-    def _slot_specs(self):
-        """``[(slot_name, initializer), ...]``: the algorithm's per-variable slots."""
-        return []
-
-    def _build_slots(self, new_vars):
-        for v in new_vars:
-            if self.use_ema:
-                self.add_variable_from_reference(v, "average")
-            if self.gradient_accumulation_steps:
-                self.add_variable_from_reference(v, "gradient_accumulator")
-        # Grouped by slot kind, so a single build lists slots in Keras' order.
-        for slot, initializer in self._slot_specs():
-            for v in new_vars:
-                self.add_variable_from_reference(v, slot, initializer=initializer)
 
     # -- applying gradients -------------------------------------------------------------------
     def apply_gradients(self, grads_and_vars, name=None, **kwargs):
@@ -541,9 +352,6 @@ class Optimizer(Module):
             if variable.constraint is not None:
                 variable.assign(variable.constraint(variable))
 
-    def _needs_build(self, variables):
-        return not self.built or any(self._var_key(v) not in self._var_index
-                                     for v in variables)
 
     def _check_distributed(self, variables):
         if not getattr(self._iterations, "_is_distributed_variable", False):
@@ -560,33 +368,6 @@ class Optimizer(Module):
                     "to the one shared copy. Create the model (and its variables) inside "
                     "`with strategy.scope():`." % v.name)
 
-    def _ensure_built(self, variables):
-        if not self.built:
-            self.build(variables)
-            return
-        new = [v for v in variables if self._var_key(v) not in self._var_index]
-        if not new:
-            return
-        if type(self).build is not Optimizer.build:
-            # A subclass with its own build() keeps per-list slots: Keras' rule applies.
-            raise ValueError(
-                "Unknown variable: %s. This optimizer can only be called for the variables "
-                "it was originally built with. When working with a new set of variables, "
-                "you should recreate a new optimizer instance." % new[0].name)
-        self.build(new)
-
-    def _filter_empty_gradients(self, grads, variables):
-        kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        missing = [v.name for g, v in zip(grads, variables) if g is None]
-        if not kept:
-            raise ValueError("No gradients provided for any variable. Variables: %s. Check "
-                             "that the loss depends on them (GradientTape.explain_none says "
-                             "why a gradient is None)." % [v.name for v in variables])
-        if missing:
-            warnings.warn("Gradients do not exist for variables %s when minimizing the "
-                          "loss. If using `model.compile()`, did you forget to provide a "
-                          "`loss` argument?" % missing, stacklevel=3)
-        return [g for g, _ in kept], [v for _, v in kept]
 
     def _apply_dense(self, grads, variables):
         """Clipping, weight decay, update steps, EMA and the step counter."""
@@ -628,189 +409,6 @@ class Optimizer(Module):
         raise NotImplementedError("%s must implement update_step(gradient, variable, "
                                   "learning_rate)." % type(self).__name__)
 
-    def _accumulate_and_maybe_update(self, grads, variables, learning_rate):
-        steps = self.gradient_accumulation_steps
-        is_update = ef.equal((self._iterations + 1) % steps, 0)
-        accumulators = [self.get_slot(v, "gradient_accumulator") for v in variables]
-        # Without a cond op both outcomes are computed: snapshot the state, run the
-        # update, then keep the updated values only on an update step.
-        state = self._state_variables(variables, exclude=accumulators)
-        saved = [v.read_value() for v in state]
-        summed = [g + _cast(a, g.dtype) for g, a in zip(grads, accumulators)]
-        mean = [s / ef.constant(steps, dtype=s.dtype) for s in summed]
-        mean = self._clip_gradients(mean)
-        self._apply_weight_decay(variables, learning_rate)
-        self._update_step_all(mean, variables, learning_rate)
-        for v, old in zip(state, saved):
-            v.assign(ef.where(is_update, v.read_value(), old))
-        for a, s in zip(accumulators, summed):
-            s = _cast(s, a.dtype)
-            a.assign(ef.where(is_update, ef.zeros_like(s), s))
-
-    def _state_variables(self, variables, exclude=()):
-        """Model variables plus every optimizer variable except ``iterations``."""
-        skip = {id(v) for v in exclude}
-        skip.add(id(self._iterations))
-        out, seen = [], set()
-        for v in list(variables) + self._variables:
-            if id(v) not in skip and id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-        return out
-
-    # -- clipping, weight decay, EMA ----------------------------------------------------------
-    def _clip_gradients(self, grads):
-        if self.clipnorm and self.clipnorm > 0:
-            return [ef.clip_by_norm(g, self.clipnorm) for g in grads]
-        if self.global_clipnorm and self.global_clipnorm > 0:
-            clipped, _ = ef.clip_by_global_norm(grads, self.global_clipnorm)
-            return clipped
-        if self.clipvalue and self.clipvalue > 0:
-            v = self.clipvalue
-            return [ef.clip_by_value(g, -v, v) for g in grads]
-        return grads
-
-    def exclude_from_weight_decay(self, var_list=None, var_names=None):
-        """Excludes variables from weight decay (call before the optimizer is built).
-
-        Args:
-            var_list: Variables to exclude.
-            var_names: Substrings (regular expressions); a variable whose name contains
-                one is excluded, e.g. ``["bias"]``.
-
-        Raises:
-            ValueError: If the optimizer is already built.
-        """
-        if self.built:
-            raise ValueError("`exclude_from_weight_decay()` can only be configured before "
-                             "the optimizer is built.")
-        self._exclude_ids = {self._var_key(v) for v in (var_list or [])}
-        self._exclude_pattern = (re.compile("|".join(sorted(set(var_names))))
-                                 if var_names else None)
-        self._exclude_cache = {}
-
-    def _use_weight_decay(self, variable):
-        key = self._var_key(variable)
-        if key not in self._exclude_cache:
-            use = key not in self._exclude_ids and not (
-                self._exclude_pattern is not None
-                and self._exclude_pattern.search(variable.name) is not None)
-            self._exclude_cache[key] = use
-        return self._exclude_cache[key]
-
-    def _apply_weight_decay(self, variables, learning_rate):
-        if self.weight_decay is None:
-            return
-        for variable in variables:
-            if self._use_weight_decay(variable):
-                lr = _cast(learning_rate, variable.dtype)
-                wd = ef.constant(self.weight_decay, dtype=variable.dtype)
-                variable.assign_sub(variable * wd * lr)
-
-    def _update_moving_averages(self):
-        not_first = ef.not_equal(self.iterations, 0)
-        overwrite = None
-        if self.ema_overwrite_frequency:
-            overwrite = ef.equal((self.iterations + 1) % self.ema_overwrite_frequency, 0)
-        for var in self._trainable_variables:
-            average = self.get_slot(var, "average")
-            momentum = ef.cast(not_first, var.dtype) * self.ema_momentum
-            average.assign(momentum * average + (1.0 - momentum) * var)
-            if overwrite is not None:
-                var.assign(ef.where(overwrite, average.read_value(), var.read_value()))
-
-    def finalize_variable_values(self, var_list):
-        """With ``use_ema``, writes the moving averages into ``var_list``.
-
-        Args:
-            var_list: The model variables (those the optimizer was built with).
-        """
-        if not self.use_ema:
-            return
-        for var in var_list:
-            var.assign(self.get_slot(var, "average"))
-
-    # -- losses and minimize ------------------------------------------------------------------
-    def scale_loss(self, loss):
-        """Multiplies the loss by ``loss_scale_factor`` when one is set."""
-        if self.loss_scale_factor is not None:
-            return loss * self.loss_scale_factor
-        return loss
-
-    def compute_gradients(self, loss, var_list, tape=None):
-        """Gradients of ``loss`` for ``var_list`` as ``[(gradient, variable)]``.
-
-        Args:
-            loss: A scalar Tensor (then ``tape`` is required) or a zero-argument callable.
-            var_list: Variables, or a callable returning them (called after ``loss``).
-            tape: The GradientTape that recorded a Tensor ``loss``.
-
-        Raises:
-            ValueError: If ``loss`` is a Tensor and no tape is given.
-        """
-        if not callable(loss) and tape is None:
-            raise ValueError("`tape` is required when a `Tensor` loss is passed. Received: "
-                             "loss=%s, tape=None. Pass the GradientTape that computed the "
-                             "loss, or pass the loss as a callable." % (loss,))
-        if tape is None:
-            tape = ef.GradientTape()
-        if callable(loss):
-            with tape:
-                if not callable(var_list):
-                    tape.watch(var_list)
-                loss = loss()
-                if callable(var_list):
-                    var_list = var_list()
-        elif callable(var_list):
-            var_list = var_list()
-        var_list = list(var_list)
-        grads = tape.gradient(loss, var_list)
-        return list(zip(grads, var_list))
-
-    def minimize(self, loss, var_list, tape=None):
-        """Computes gradients of ``loss`` and applies them; returns ``iterations``.
-
-        Args:
-            loss: A scalar Tensor (with ``tape``) or a zero-argument callable.
-            var_list: Variables, or a callable returning them.
-            tape: The GradientTape that recorded a Tensor ``loss``.
-
-        Returns:
-            The ``iterations`` variable.
-
-        Raises:
-            ValueError: If ``loss`` is a Tensor and no tape is given.
-
-        Example:
-            >>> import eagerflow as ef
-            >>> from eagerflow.keras import optimizers
-            >>> w = ef.Variable(3.0)
-            >>> _ = optimizers.SGD(0.25).minimize(lambda: w * w, [w])
-            >>> float(w)
-            1.5
-        """
-        return self.apply_gradients(self.compute_gradients(loss, var_list, tape))
-
-    # -- weights and config -------------------------------------------------------------------
-    def get_weights(self):
-        """The values of ``variables`` as numpy arrays."""
-        return [v.numpy() for v in self.variables]
-
-    def set_weights(self, weights):
-        """Assigns values to ``variables`` (same order and shapes).
-
-        Raises:
-            ValueError: If the number of weights or a shape does not match.
-        """
-        weights = list(weights)
-        variables = self.variables
-        if len(weights) != len(variables):
-            raise ValueError("Optimizer %s has %d variables but %d weights were given. Build "
-                             "it first (optimizer.build(var_list)) so its slots exist."
-                             % (self.name, len(variables), len(weights)))
-        for variable, value in zip(variables, weights):
-            variable.assign(_cast(ef.convert_to_tensor(value), variable.dtype)
-                            if not isinstance(value, (int, float)) else value)
 
     def get_config(self):
         """The optimizer's constructor arguments (Keras 3 keys)."""

@@ -30,6 +30,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.linalg.linalg_solvers import triangular_solve
 from eagerflow.ops.linalg.matmul_ops import _flip, _shape_text, adjoint, matmul
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import cubic_cost
 
 __all__ = ["logdet", "cholesky", "cholesky_solve", "lstsq", "qr", "svd", "pinv", "eigh",
            "eigvalsh"]
@@ -133,7 +134,7 @@ CHOLESKY = registry.primitive(
     grad_samples=_cholesky_grad_samples,
     bad_samples=lambda rng: _bad_square(rng) + [
         ((-np.eye(3),), {}, errors.InvalidArgumentError)],
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def cholesky(input, name=None):  # noqa: A002
@@ -330,7 +331,7 @@ QR = registry.primitive(
     grad_samples=lambda rng: [((rng.uniform(-1, 1, (4, 3)),), {}),
                               ((rng.uniform(-1, 1, (2, 3, 3)),), {})],
     bad_samples=lambda rng: [((rng.standard_normal((3,)),), {}, errors.InvalidArgumentError)],
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def qr(input, full_matrices=False, name=None):  # noqa: A002
@@ -471,7 +472,7 @@ SVD = registry.primitive(
                               ((rng.uniform(-1, 1, (3, 4)),), {}),
                               ((rng.uniform(-1, 1, (2, 3, 3)),), {"compute_uv": False})],
     bad_samples=lambda rng: [((rng.standard_normal((3,)),), {}, errors.InvalidArgumentError)],
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def svd(tensor, full_matrices=False, compute_uv=True, name=None):
@@ -619,7 +620,7 @@ EIGH = registry.primitive(
                                {}),
                               ((rng.uniform(-1, 1, (2, 3, 3)),), {"compute_v": False})],
     bad_samples=_bad_square,
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def eigh(tensor, name=None):

@@ -25,6 +25,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import broadcast_shapes
 from eagerflow.ops.linalg.matmul_ops import _flip, _shape_text, matmul
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import cubic_cost
 
 __all__ = ["inv", "det", "slogdet", "solve", "triangular_solve"]
 
@@ -74,7 +75,7 @@ INV = registry.primitive(
     sweep_dtypes=_SWEEP, family="linalg",
     bad_samples=lambda rng: _bad_square(rng) + [
         ((np.ones((3, 3)),), {}, errors.InvalidArgumentError)],
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def inv(input, adjoint=False, name=None):  # noqa: A002
@@ -126,7 +127,8 @@ DET = registry.primitive(
     "MatrixDeterminant", _det_kernel, dtypes=DECOMP_DTYPES,
     shape_fn=lambda x: _batch_shape(x, "MatrixDeterminant"), vjp=_det_vjp, saves=(0, "out"),
     reference=np.linalg.det, samples=_square_samples, sweep_dtypes=_SWEEP, family="linalg",
-    bad_samples=_bad_square, tolerance={"float32": (1e-4, 1e-4), "complex64": (1e-4, 1e-4)})
+    bad_samples=_bad_square, tolerance={"float32": (1e-4, 1e-4), "complex64": (1e-4, 1e-4)},
+    cost=cubic_cost)
 
 
 def _slogdet_kernel(xp):
@@ -158,7 +160,7 @@ SLOGDET = registry.primitive(
     "LogMatrixDeterminant", _slogdet_kernel, dtypes=DECOMP_DTYPES, num_outputs=2,
     shape_fn=_slogdet_shape, vjp=_slogdet_vjp, saves=(0,), reference=_np_slogdet,
     samples=_square_samples, sweep_dtypes=_SWEEP, family="linalg", bad_samples=_bad_square,
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def det(input, name=None):  # noqa: A002
@@ -302,7 +304,7 @@ SOLVE = registry.primitive(
     sweep_dtypes=_SWEEP, family="linalg",
     bad_samples=lambda rng: _bad_system(rng) + [
         ((np.ones((2, 2)), np.ones((2, 1))), {}, errors.InvalidArgumentError)],
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def solve(matrix, rhs, adjoint=False, name=None):
@@ -403,7 +405,7 @@ TRIANGULAR_SOLVE = registry.primitive(
     sweep_dtypes=_SWEEP, family="linalg",
     bad_samples=lambda rng: _bad_system(rng) + [
         ((np.zeros((2, 2)), np.ones((2, 1))), {}, errors.InvalidArgumentError)],
-    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)})
+    tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
 
 
 def triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):

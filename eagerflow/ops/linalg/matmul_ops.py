@@ -19,6 +19,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, BOOL, NUMERIC, REAL, broadcast_shapes
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.family import matmul_cost
 
 __all__ = ["matmul", "matrix_transpose", "adjoint", "cross"]
 
@@ -252,7 +253,7 @@ MATMUL = registry.primitive(
     samples=_matmul_samples,
     sweep_dtypes=(d.float32, d.float64, d.int32, d.complex128), bad_samples=_matmul_bad,
     family="linalg", doc="Batched matrix product with numpy batch broadcasting.",
-    static_kernel=_matmul_static)
+    static_kernel=_matmul_static, cost=matmul_cost)
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,

@@ -22,6 +22,7 @@ from eagerflow.ops.family import (
 )
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor
+from eagerflow.ops.family import GPU_ANY, GPU_FLOAT, GPU_NUM
 
 
 def _int_div_checked(xp, op):
@@ -36,23 +37,26 @@ def _int_div_checked(xp, op):
 
 
 ADD = binary("AddV2", lambda xp: xp.add, dtypes=NUMERIC, reference=np.add,
-             vjp=lambda g, x, y, out: (g, g), saves=())
+             vjp=lambda g, x, y, out: (g, g), saves=(), gpu_expr=(GPU_NUM, "{0} + {1}"))
 SUB = binary("Sub", lambda xp: xp.subtract, dtypes=NUMERIC, reference=np.subtract,
-             vjp=lambda g, x, y, out: (g, -g), saves=())
+             vjp=lambda g, x, y, out: (g, -g), saves=(), gpu_expr=(GPU_NUM, "{0} - {1}"))
 MUL = binary("Mul", lambda xp: xp.multiply, dtypes=NUMERIC, reference=np.multiply,
-             vjp=lambda g, x, y, out: (g * conj(y), g * conj(x)), saves=(0, 1))
+             vjp=lambda g, x, y, out: (g * conj(y), g * conj(x)), saves=(0, 1),
+             gpu_expr=(GPU_NUM, "{0} * {1}"))
 DIV = binary("RealDiv", lambda xp: xp.true_divide, dtypes=FLOAT_COMPLEX,
              reference=np.true_divide, domain_y=(0.5, 3.0),
-             vjp=lambda g, x, y, out: (g / conj(y), -g * conj(out) / conj(y)), saves=(1, "out"))
+             vjp=lambda g, x, y, out: (g / conj(y), -g * conj(out) / conj(y)), saves=(1, "out"),
+             gpu_expr=(GPU_FLOAT, "{0} / {1}"))
 FLOORDIV = binary("FloorDiv", lambda xp: _int_div_checked(xp, xp.floor_divide), dtypes=REAL,
                   reference=np.floor_divide, domain_y=(1.0, 3.0), vjp=None)
 FLOORMOD = binary("FloorMod", lambda xp: _int_div_checked(xp, xp.mod), dtypes=REAL,
                   reference=np.mod, domain_y=(1.0, 3.0),
                   vjp=lambda g, x, y, out: (g, -g * execute(FLOOR, (execute(DIV, (x, y)),))),
                   saves=(0, 1))
-FLOOR = unary("Floor", lambda xp: xp.floor, dtypes=REAL[:4], reference=np.floor)
+FLOOR = unary("Floor", lambda xp: xp.floor, dtypes=REAL[:4], reference=np.floor,
+              gpu_expr=(GPU_FLOAT, "floor({0})"))
 NEG = unary("Neg", lambda xp: xp.negative, dtypes=NUMERIC, reference=np.negative,
-            vjp=lambda g, x, out: -g, saves=())
+            vjp=lambda g, x, out: -g, saves=(), gpu_expr=(GPU_NUM, "-{0}"))
 CONJ = unary("Conj", lambda xp: xp.conjugate, dtypes=NUMERIC, reference=np.conjugate,
              vjp=lambda g, x, out: conj(g), saves=())
 
@@ -62,9 +66,9 @@ def _zeros_like_kernel(xp):
 
 
 ZEROS_LIKE = unary("ZerosLike", _zeros_like_kernel, dtypes=ALL, reference=np.zeros_like,
-                   family="array")
+                   family="array", gpu_expr=(GPU_ANY, "({O})0"))
 ONES_LIKE = unary("OnesLike", lambda xp: (lambda x: xp.ones_like(x)), dtypes=ALL,
-                  reference=np.ones_like, family="array")
+                  reference=np.ones_like, family="array", gpu_expr=(GPU_ANY, "({O})1"))
 
 
 def _pow_kernel(xp):
@@ -87,7 +91,7 @@ def _pow_vjp(g, x, y, out):
 
 
 POW = binary("Pow", _pow_kernel, dtypes=NUMERIC, reference=np.power, domain=(0.5, 2.0),
-             vjp=_pow_vjp, saves=(0, 1, "out"))
+             vjp=_pow_vjp, saves=(0, 1, "out"), gpu_expr=(GPU_FLOAT, "pow({0}, {1})"))
 
 # Comparisons return bool and have no gradient. Strings compare for (in)equality, as in TF.
 _STRING = registry.dtypes_lib.string
@@ -95,14 +99,16 @@ _EQ_DTYPES = ALL + (_STRING,)
 _EQ_SWEEP = (registry.dtypes_lib.float32, registry.dtypes_lib.float64, registry.dtypes_lib.int32,
              registry.dtypes_lib.bool, _STRING)
 _CMP = {}
-for _name, _np_name in (("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
-                        ("LessEqual", "less_equal"), ("Greater", "greater"),
-                        ("GreaterEqual", "greater_equal")):
+for _name, _np_name, _c in (("Equal", "equal", "=="), ("NotEqual", "not_equal", "!="),
+                            ("Less", "less", "<"), ("LessEqual", "less_equal", "<="),
+                            ("Greater", "greater", ">"), ("GreaterEqual", "greater_equal", ">=")):
+    _eq = _name in ("Equal", "NotEqual")
     _CMP[_name] = binary(
         _name, (lambda n: lambda xp: getattr(xp, n))(_np_name),
-        dtypes=_EQ_DTYPES if _name in ("Equal", "NotEqual") else REAL,
+        dtypes=_EQ_DTYPES if _eq else REAL,
         out_dtype=registry.dtypes_lib.bool, reference=getattr(np, _np_name), family="math",
-        sweep_dtypes=_EQ_SWEEP if _name in ("Equal", "NotEqual") else None)
+        sweep_dtypes=_EQ_SWEEP if _eq else None,
+        gpu_expr=(GPU_ANY if _eq else GPU_NUM, "{0} %s {1}" % _c))
 
 
 def _select_kernel(xp):
@@ -135,7 +141,7 @@ def _select_samples(rng, dtype):
 SELECT = registry.primitive(
     "SelectV2", _select_kernel, dtypes=ALL, dtype_group=(1, 2), shape_fn=_select_shape,
     vjp=_select_vjp, saves=(0,), reference=lambda c, x, y: np.where(c, x, y),
-    samples=_select_samples, family="math")
+    samples=_select_samples, family="math", gpu_expr=(GPU_ANY, "{0} ? {1} : {2}"))
 
 add = public_binary(ADD, "add", "Returns x + y element-wise, with broadcasting.",
                     ">>> ef.add([1.0, 2.0], 3.0).numpy().tolist()\n[4.0, 5.0]")

@@ -25,6 +25,7 @@ from eagerflow.ops.family import (
 from eagerflow.ops.math import _c, _check_int_divisor, _where, _with_dtype
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
+from eagerflow.ops.family import GPU_FLOAT, GPU_NUM
 
 __all__ = [
     "add_n", "atan2", "clip_by_value", "divide_no_nan", "maximum", "minimum", "mod",
@@ -64,7 +65,7 @@ def _atan2_vjp(g, y, x, out):
 
 
 ATAN2 = binary("Atan2", lambda xp: xp.arctan2, dtypes=FLOAT, reference=np.arctan2,
-               vjp=_atan2_vjp, saves=(0, 1))
+               vjp=_atan2_vjp, saves=(0, 1), gpu_expr=(GPU_FLOAT, "atan2({0}, {1})"))
 
 
 # ------------------------------------------------------------------------ comparisons
@@ -81,10 +82,12 @@ def _max_min_vjp(select_x):
 # Ties send the whole gradient to x, as in TF (x >= y for maximum, x <= y for minimum).
 MAXIMUM = binary("Maximum", lambda xp: xp.maximum, dtypes=REAL, reference=np.maximum,
                  sweep_dtypes=(d.float32, d.float64, d.int32, d.uint8),
-                 vjp=_max_min_vjp(greater_equal), saves=(0, 1))
+                 vjp=_max_min_vjp(greater_equal), saves=(0, 1),
+                 gpu_expr=(GPU_NUM, "({0} >= {1} || isnan((double){0})) ? {0} : {1}"))
 MINIMUM = binary("Minimum", lambda xp: xp.minimum, dtypes=REAL, reference=np.minimum,
                  sweep_dtypes=(d.float32, d.float64, d.int32, d.uint8),
-                 vjp=_max_min_vjp(less_equal), saves=(0, 1))
+                 vjp=_max_min_vjp(less_equal), saves=(0, 1),
+                 gpu_expr=(GPU_NUM, "({0} <= {1} || isnan((double){0})) ? {0} : {1}"))
 
 
 # -------------------------------------------------------------------- binary arithmetic
@@ -109,7 +112,8 @@ SQUARED_DIFFERENCE = binary(
     "SquaredDifference", _squared_difference_kernel,
     dtypes=FLOAT + (d.int32, d.int64) + COMPLEX,
     reference=lambda x, y: (x - y) * np.conjugate(x - y),
-    sweep_dtypes=(d.float32, d.float64, d.int32), vjp=_squared_difference_vjp, saves=(0, 1))
+    sweep_dtypes=(d.float32, d.float64, d.int32), vjp=_squared_difference_vjp, saves=(0, 1),
+    gpu_expr=(GPU_NUM, "({0} - {1}) * ({0} - {1})"))
 
 
 def _x_zero_kernel(xp, fn):

@@ -17,6 +17,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, unary_samples
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.family import GPU_ANY
 
 
 def _cast_kernel(xp):
@@ -62,7 +63,8 @@ CAST = registry.primitive(
     "Cast", _cast_kernel, dtypes=ALL, vjp=_cast_vjp, saves=(0,), reference=_cast_reference,
     samples=_cast_samples, grad_samples=_cast_grad_samples,
     sweep_dtypes=(d.float32, d.float64, d.int32),
-    shape_fn=lambda x, *, dtype: AbstractValue(x.shape, d.as_dtype(dtype)), family="math")
+    shape_fn=lambda x, *, dtype: AbstractValue(x.shape, d.as_dtype(dtype)), family="math",
+    gpu_expr=(GPU_ANY, None))
 CAST.elementwise = True
 
 

@@ -21,6 +21,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import BOOL, INT, binary, binary_samples, public_binary, \
     public_unary, unary
 from eagerflow.tensor import Tensor
+from eagerflow.ops.family import GPU_BOOL
 
 __all__ = [
     "logical_and", "logical_or", "logical_not", "logical_xor", "bitwise_and", "bitwise_or",
@@ -38,14 +39,17 @@ _BOOL_SWEEP = (d.bool,)
 _INT_SWEEP = (d.int8, d.int32, d.int64, d.uint8, d.uint32)
 
 LOGICAL_AND = binary("LogicalAnd", lambda xp: xp.logical_and, dtypes=BOOL,
-                     reference=np.logical_and, sweep_dtypes=_BOOL_SWEEP)
+                     reference=np.logical_and, sweep_dtypes=_BOOL_SWEEP,
+                     gpu_expr=(GPU_BOOL, "{0} && {1}"))
 LOGICAL_OR = binary("LogicalOr", lambda xp: xp.logical_or, dtypes=BOOL,
-                    reference=np.logical_or, sweep_dtypes=_BOOL_SWEEP)
+                    reference=np.logical_or, sweep_dtypes=_BOOL_SWEEP,
+                    gpu_expr=(GPU_BOOL, "{0} || {1}"))
 # TF composes xor from and/or/not (four ops); one primitive does the same work in one pass.
 LOGICAL_XOR = binary("LogicalXor", lambda xp: xp.logical_xor, dtypes=BOOL,
-                     reference=np.logical_xor, sweep_dtypes=_BOOL_SWEEP)
+                     reference=np.logical_xor, sweep_dtypes=_BOOL_SWEEP,
+                     gpu_expr=(GPU_BOOL, "{0} != {1}"))
 LOGICAL_NOT = unary("LogicalNot", lambda xp: xp.logical_not, dtypes=BOOL,
-                    reference=np.logical_not, sweep_dtypes=_BOOL_SWEEP)
+                    reference=np.logical_not, sweep_dtypes=_BOOL_SWEEP, gpu_expr=(GPU_BOOL, "!{0}"))
 
 BITWISE_AND = binary("BitwiseAnd", lambda xp: xp.bitwise_and, dtypes=INT,
                      reference=np.bitwise_and, sweep_dtypes=_INT_SWEEP, domain=(-50, 50))

@@ -19,6 +19,7 @@ from eagerflow.ops.family import FLOAT, broadcast_shapes, public_unary, unary
 from eagerflow.ops.math import _scipy_special
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.ops.math.unary_math import exp, square
+from eagerflow.ops.family import GPU_FLOAT
 
 __all__ = ["digamma", "erf", "erfc", "erfinv", "lgamma", "polygamma"]
 
@@ -54,10 +55,12 @@ def _special_kernel(fname):
 
 ERF = unary("Erf", _special_kernel("erf"), dtypes=FLOAT,
             reference=lambda x: _scipy_special().erf(x),
-            vjp=lambda g, x, out: g * (2 / _SQRT_PI) * exp(-square(x)), saves=(0,))
+            vjp=lambda g, x, out: g * (2 / _SQRT_PI) * exp(-square(x)), saves=(0,),
+            gpu_expr=(GPU_FLOAT, "erf({0})"))
 ERFC = unary("Erfc", _special_kernel("erfc"), dtypes=FLOAT,
              reference=lambda x: _scipy_special().erfc(x),
-             vjp=lambda g, x, out: g * (-2 / _SQRT_PI) * exp(-square(x)), saves=(0,))
+             vjp=lambda g, x, out: g * (-2 / _SQRT_PI) * exp(-square(x)), saves=(0,),
+             gpu_expr=(GPU_FLOAT, "erfc({0})"))
 ERFINV = unary("Erfinv", _special_kernel("erfinv"), dtypes=FLOAT,
                reference=lambda x: _scipy_special().erfinv(x), domain=(-0.9, 0.9),
                vjp=lambda g, x, out: g * (_SQRT_PI / 2) * exp(square(out)), saves=("out",))

@@ -25,6 +25,7 @@ from eagerflow.ops.family import (
     COMPLEX, FLOAT, FLOAT_COMPLEX, NUMERIC, SIGNED_INT, binary, public_unary, unary,
 )
 from eagerflow.ops.math import _c, _check_int_divisor, _scipy_special
+from eagerflow.ops.family import GPU_FLOAT, GPU_NUM
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "exp", "expm1",
@@ -47,7 +48,8 @@ EXPORTS = {
 
 ABS = unary("Abs", lambda xp: xp.abs, dtypes=FLOAT + SIGNED_INT, reference=np.abs,
             sweep_dtypes=(d.float32, d.float64, d.int32),
-            vjp=lambda g, x, out: g * execute(SIGN, (x,)), saves=(0,))
+            vjp=lambda g, x, out: g * execute(SIGN, (x,)), saves=(0,),
+            gpu_expr=(GPU_NUM, "({0} < ({T})0 ? -{0} : {0})"))
 
 
 def _sign_kernel(xp):
@@ -83,7 +85,7 @@ def _zero_where_no_gradient(g, grad):
 
 SQRT = unary("Sqrt", lambda xp: xp.sqrt, reference=np.sqrt, domain=(0.2, 3.0),
              vjp=lambda g, x, out: _zero_where_no_gradient(g, g * 0.5 / _c(out)),
-             saves=("out",))
+             saves=("out",), gpu_expr=(GPU_FLOAT, "sqrt({0})"))
 
 
 def _rsqrt_vjp(g, x, out):
@@ -93,10 +95,10 @@ def _rsqrt_vjp(g, x, out):
 
 RSQRT = unary("Rsqrt", lambda xp: (lambda x: xp.reciprocal(xp.sqrt(x))),
               reference=lambda x: 1 / np.sqrt(x), domain=(0.2, 3.0), vjp=_rsqrt_vjp,
-              saves=("out",))
+              saves=("out",), gpu_expr=(GPU_FLOAT, "({T})1 / sqrt({0})"))
 SQUARE = unary("Square", lambda xp: xp.square, dtypes=NUMERIC, reference=np.square,
                sweep_dtypes=(d.float32, d.float64, d.int32),
-               vjp=lambda g, x, out: g * (_c(x) * 2), saves=(0,))
+               vjp=lambda g, x, out: g * (_c(x) * 2), saves=(0,), gpu_expr=(GPU_NUM, "{0} * {0}"))
 
 
 def _reciprocal_kernel(xp):
@@ -116,18 +118,20 @@ RECIPROCAL = unary("Reciprocal", _reciprocal_kernel, dtypes=FLOAT_COMPLEX + SIGN
                    sweep_dtypes=(d.float32, d.float64, d.int32), vjp=_reciprocal_vjp,
                    saves=("out",),
                    bad_samples=lambda rng: [((np.array([1, 0], np.int32),), {},
-                                             errors.InvalidArgumentError)])
+                                             errors.InvalidArgumentError)],
+                   gpu_expr=(GPU_FLOAT, "({T})1 / {0}"))
 
 # -------------------------------------------------------------- exponentials and logs
 
 EXP = unary("Exp", lambda xp: xp.exp, reference=np.exp,
-            vjp=lambda g, x, out: g * _c(out), saves=("out",))
+            vjp=lambda g, x, out: g * _c(out), saves=("out",), gpu_expr=(GPU_FLOAT, "exp({0})"))
 EXPM1 = unary("Expm1", lambda xp: xp.expm1, reference=np.expm1,
-              vjp=lambda g, x, out: g * _c(out + 1), saves=("out",))
+              vjp=lambda g, x, out: g * _c(out + 1), saves=("out",),
+              gpu_expr=(GPU_FLOAT, "expm1({0})"))
 LOG = unary("Log", lambda xp: xp.log, reference=np.log, domain=(0.2, 3.0),
-            vjp=lambda g, x, out: g / _c(x), saves=(0,))
+            vjp=lambda g, x, out: g / _c(x), saves=(0,), gpu_expr=(GPU_FLOAT, "log({0})"))
 LOG1P = unary("Log1p", lambda xp: xp.log1p, reference=np.log1p, domain=(-0.8, 3.0),
-              vjp=lambda g, x, out: g / _c(x + 1), saves=(0,))
+              vjp=lambda g, x, out: g / _c(x + 1), saves=(0,), gpu_expr=(GPU_FLOAT, "log1p({0})"))
 
 
 def _sigmoid_kernel(xp):
@@ -140,7 +144,8 @@ def _sigmoid_vjp(g, x, out):
 
 
 SIGMOID = unary("Sigmoid", _sigmoid_kernel, reference=lambda x: _scipy_special().expit(x),
-                domain=(-6.0, 6.0), vjp=_sigmoid_vjp, saves=("out",))
+                domain=(-6.0, 6.0), vjp=_sigmoid_vjp, saves=("out",),
+                gpu_expr=(GPU_FLOAT, "({T})1 / (({T})1 + exp(-{0}))"))
 # TF builds log_sigmoid from softplus; one stable primitive, -log(1 + e^-x), is cheaper.
 LOG_SIGMOID = unary("LogSigmoid", lambda xp: (lambda x: -xp.logaddexp(0, -x)), dtypes=FLOAT,
                     reference=lambda x: _scipy_special().log_expit(x), domain=(-6.0, 6.0),
@@ -155,21 +160,29 @@ def _square_c(x):
 
 
 SIN = unary("Sin", lambda xp: xp.sin, reference=np.sin,
-            vjp=lambda g, x, out: g * execute(COS, (_c(x),)), saves=(0,))
+            vjp=lambda g, x, out: g * execute(COS, (_c(x),)), saves=(0,),
+            gpu_expr=(GPU_FLOAT, "sin({0})"))
 COS = unary("Cos", lambda xp: xp.cos, reference=np.cos,
-            vjp=lambda g, x, out: -g * execute(SIN, (_c(x),)), saves=(0,))
+            vjp=lambda g, x, out: -g * execute(SIN, (_c(x),)), saves=(0,),
+            gpu_expr=(GPU_FLOAT, "cos({0})"))
 TAN = unary("Tan", lambda xp: xp.tan, reference=np.tan, domain=(-1.2, 1.2),
-            vjp=lambda g, x, out: g * execute(SQUARE, (reciprocal(cos(_c(x))),)), saves=(0,))
+            vjp=lambda g, x, out: g * execute(SQUARE, (reciprocal(cos(_c(x))),)), saves=(0,),
+            gpu_expr=(GPU_FLOAT, "tan({0})"))
 ASIN = unary("Asin", lambda xp: xp.arcsin, reference=np.arcsin, domain=(-0.9, 0.9),
-             vjp=lambda g, x, out: g * rsqrt(1 - _square_c(x)), saves=(0,))
+             vjp=lambda g, x, out: g * rsqrt(1 - _square_c(x)), saves=(0,),
+             gpu_expr=(GPU_FLOAT, "asin({0})"))
 ACOS = unary("Acos", lambda xp: xp.arccos, reference=np.arccos, domain=(-0.9, 0.9),
-             vjp=lambda g, x, out: -g * rsqrt(1 - _square_c(x)), saves=(0,))
+             vjp=lambda g, x, out: -g * rsqrt(1 - _square_c(x)), saves=(0,),
+             gpu_expr=(GPU_FLOAT, "acos({0})"))
 ATAN = unary("Atan", lambda xp: xp.arctan, reference=np.arctan,
-             vjp=lambda g, x, out: g * reciprocal(1 + _square_c(x)), saves=(0,))
+             vjp=lambda g, x, out: g * reciprocal(1 + _square_c(x)), saves=(0,),
+             gpu_expr=(GPU_FLOAT, "atan({0})"))
 SINH = unary("Sinh", lambda xp: xp.sinh, reference=np.sinh,
-             vjp=lambda g, x, out: g * execute(COSH, (_c(x),)), saves=(0,))
+             vjp=lambda g, x, out: g * execute(COSH, (_c(x),)), saves=(0,),
+             gpu_expr=(GPU_FLOAT, "sinh({0})"))
 COSH = unary("Cosh", lambda xp: xp.cosh, reference=np.cosh,
-             vjp=lambda g, x, out: g * execute(SINH, (_c(x),)), saves=(0,))
+             vjp=lambda g, x, out: g * execute(SINH, (_c(x),)), saves=(0,),
+             gpu_expr=(GPU_FLOAT, "cosh({0})"))
 def _tanh_grad_kernel(xp):
     def kernel(y, dy):
         if y.dtype.kind == "c":
@@ -200,19 +213,25 @@ SIGMOID_GRAD = binary(
     saves=(0, 1))
 
 TANH = unary("Tanh", lambda xp: xp.tanh, reference=np.tanh,
-             vjp=lambda g, x, out: execute(TANH_GRAD, (out, g)), saves=("out",))
+             vjp=lambda g, x, out: execute(TANH_GRAD, (out, g)), saves=("out",),
+             gpu_expr=(GPU_FLOAT, "tanh({0})"))
 ASINH = unary("Asinh", lambda xp: xp.arcsinh, reference=np.arcsinh,
-              vjp=lambda g, x, out: g / execute(COSH, (_c(out),)), saves=("out",))
+              vjp=lambda g, x, out: g / execute(COSH, (_c(out),)), saves=("out",),
+              gpu_expr=(GPU_FLOAT, "asinh({0})"))
 ACOSH = unary("Acosh", lambda xp: xp.arccosh, reference=np.arccosh, domain=(1.2, 3.0),
-              vjp=lambda g, x, out: g / execute(SINH, (_c(out),)), saves=("out",))
+              vjp=lambda g, x, out: g / execute(SINH, (_c(out),)), saves=("out",),
+              gpu_expr=(GPU_FLOAT, "acosh({0})"))
 ATANH = unary("Atanh", lambda xp: xp.arctanh, reference=np.arctanh, domain=(-0.8, 0.8),
-              vjp=lambda g, x, out: g * reciprocal(1 - _square_c(x)), saves=(0,))
+              vjp=lambda g, x, out: g * reciprocal(1 - _square_c(x)), saves=(0,),
+              gpu_expr=(GPU_FLOAT, "atanh({0})"))
 
 
 # ------------------------------------------------------------------------------ rounding
 
-CEIL = unary("Ceil", lambda xp: xp.ceil, dtypes=FLOAT, reference=np.ceil)
-RINT = unary("Rint", lambda xp: xp.rint, dtypes=FLOAT, reference=np.rint)
+CEIL = unary("Ceil", lambda xp: xp.ceil, dtypes=FLOAT, reference=np.ceil,
+             gpu_expr=(GPU_FLOAT, "ceil({0})"))
+RINT = unary("Rint", lambda xp: xp.rint, dtypes=FLOAT, reference=np.rint,
+             gpu_expr=(GPU_FLOAT, "rint({0})"))
 
 
 def _round_kernel(xp):
@@ -232,11 +251,12 @@ def _nonfinite_samples(rng, dtype):
 
 
 IS_NAN = unary("IsNan", lambda xp: xp.isnan, dtypes=FLOAT, out_dtype=d.bool,
-               reference=np.isnan, samples=_nonfinite_samples)
+               reference=np.isnan, samples=_nonfinite_samples, gpu_expr=(GPU_FLOAT, "isnan({0})"))
 IS_INF = unary("IsInf", lambda xp: xp.isinf, dtypes=FLOAT, out_dtype=d.bool,
-               reference=np.isinf, samples=_nonfinite_samples)
+               reference=np.isinf, samples=_nonfinite_samples, gpu_expr=(GPU_FLOAT, "isinf({0})"))
 IS_FINITE = unary("IsFinite", lambda xp: xp.isfinite, dtypes=FLOAT, out_dtype=d.bool,
-                  reference=np.isfinite, samples=_nonfinite_samples)
+                  reference=np.isfinite, samples=_nonfinite_samples,
+                  gpu_expr=(GPU_FLOAT, "isfinite({0})"))
 
 
 # ------------------------------------------------------------------- public functions

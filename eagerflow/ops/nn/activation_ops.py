@@ -33,6 +33,7 @@ from eagerflow.ops.reduce import reductions
 from eagerflow.ops.nn import _fail, _tensor, _where, softmax_kernels
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor
+from eagerflow.ops.family import GPU_FLOAT, GPU_NUM
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "swish", "softplus", "softsign",
@@ -144,15 +145,19 @@ def _leaky_relu_samples(rng, dtype):
 
 RELU_GRAD = binary("ReluGrad", _relu_grad_kernel, dtypes=REAL, family="nn",
                    reference=lambda g, features: g * (features > 0), vjp=_relu_grad_vjp,
-                   saves=(1,))
+                   saves=(1,), gpu_expr=(GPU_NUM, "{0} * ({T})({1} > ({T})0)"))
 RELU = unary("Relu", _relu_kernel, dtypes=REAL, family="nn",
-             reference=lambda x: np.maximum(x, 0), vjp=_relu_vjp, saves=("out",))
+             reference=lambda x: np.maximum(x, 0), vjp=_relu_vjp, saves=("out",),
+             gpu_expr=(GPU_NUM, "({0} > ({T})0 || isnan((double){0})) ? {0} : ({T})0"))
 RELU6 = unary("Relu6", _relu6_kernel, dtypes=REAL, family="nn", domain=(-3.0, 9.0),
-              reference=lambda x: np.clip(x, 0, 6), vjp=_relu6_vjp, saves=("out",))
+              reference=lambda x: np.clip(x, 0, 6), vjp=_relu6_vjp, saves=("out",),
+              gpu_expr=(GPU_NUM, "isnan((double){0}) ? {0} : ({0} > ({T})6 ? ({T})6 : "
+                   "({0} > ({T})0 ? {0} : ({T})0))"))
 LEAKY_RELU = unary(
     "LeakyRelu", _leaky_relu_kernel, dtypes=FLOAT, family="nn",
     reference=lambda x, *, alpha=0.2: np.where(x > 0, x, x * alpha), samples=_leaky_relu_samples,
-    vjp=_leaky_relu_vjp, saves=(0,))
+    vjp=_leaky_relu_vjp, saves=(0,),
+    gpu_expr=(GPU_FLOAT, "{0} > ({T})0 ? {0} : {0} * ({T})({alpha})"))
 ELU = unary("Elu", _elu_kernel, dtypes=FLOAT, family="nn",
             reference=lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
             vjp=_elu_vjp, saves=("out",))
@@ -163,7 +168,8 @@ SELU = unary("Selu", _selu_kernel, dtypes=FLOAT, family="nn",
 SOFTPLUS = unary("Softplus", _softplus_kernel, dtypes=FLOAT, family="nn", domain=(-30.0, 30.0),
                  reference=lambda x: np.logaddexp(x, 0), vjp=_softplus_vjp, saves=(0,))
 SOFTSIGN = unary("Softsign", _softsign_kernel, dtypes=FLOAT, family="nn",
-                 reference=lambda x: x / (1 + np.abs(x)), vjp=_softsign_vjp, saves=(0,))
+                 reference=lambda x: x / (1 + np.abs(x)), vjp=_softsign_vjp, saves=(0,),
+                 gpu_expr=(GPU_FLOAT, "{0} / (({T})1 + fabs({0}))"))
 
 
 def relu(features, name=None):

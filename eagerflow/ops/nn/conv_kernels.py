@@ -28,7 +28,7 @@ from eagerflow import errors
 from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.family import FLOAT
+from eagerflow.ops.family import FLOAT, conv_cost
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.ops.nn.window_geometry import (
     CHANNELS_FIRST, FORMATS, _err, _prod, conv_geometry, crop_spatial, from_channels_last,
@@ -595,7 +595,7 @@ def _declare(names, depthwise, cases):
         shape_fn=_conv_shape_fn(conv_name, depthwise), vjp=_conv_vjp(fam), saves=(0, 1),
         reference=_ref_conv(depthwise), samples=_samples(cases, "conv", depthwise),
         bad_samples=_bad_samples("conv", depthwise),
-        sweep_dtypes=_SWEEP, tolerance={"float32": (1e-4, 1e-5)},
+        sweep_dtypes=_SWEEP, tolerance={"float32": (1e-4, 1e-5)}, cost=conv_cost,
         hint="Filters are laid out as %s." % (
             "[*kernel, in_channels, channel_multiplier]" if depthwise
             else "[*kernel, in_channels, out_channels]"))
@@ -606,7 +606,7 @@ def _declare(names, depthwise, cases):
         reference=_ref_backprop_input(depthwise),
         samples=_samples(cases, "input", depthwise),
         bad_samples=_bad_samples("input", depthwise), sweep_dtypes=_SWEEP,
-        tolerance={"float32": (1e-4, 1e-5)})
+        tolerance={"float32": (1e-4, 1e-5)}, cost=conv_cost)
     fam["filter"] = registry.primitive(
         filter_name, _backprop_filter_kernel(depthwise), dtypes=FLOAT, family="nn",
         shape_fn=_backprop_filter_shape_fn(filter_name, depthwise),
@@ -614,7 +614,7 @@ def _declare(names, depthwise, cases):
         reference=_ref_backprop_filter(depthwise),
         samples=_samples(cases, "filter", depthwise),
         bad_samples=_bad_samples("filter", depthwise), sweep_dtypes=_SWEEP,
-        tolerance={"float32": (1e-4, 1e-5)})
+        tolerance={"float32": (1e-4, 1e-5)}, cost=conv_cost)
     return fam["conv"], fam["input"], fam["filter"]
 
 

@@ -397,6 +397,12 @@ _ATTR_CACHE = {}
 
 
 def _reduce(prim, op, x, axis, keepdims):
+    """The public reduction ``op`` of ``x``: a composite input (a ragged tensor) goes to the
+    handler registered for ``op``; a tensor to ``prim`` with normalized, cached attrs."""
+    if x.__class__ is not Tensor:
+        ragged = composite.handler(op, x)
+        if ragged is not None:
+            return ragged(x, axis, keepdims)
     if axis is None:
         return execute(prim, (x,), _ALL_AXES[1 if keepdims else 0])
     x, rank = _with_rank(x)
@@ -437,10 +443,6 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_sum(ef.constant([[1, 1, 1], [1, 1, 1]]), 0).numpy().tolist()
         [2, 2, 2]
     """
-    if input_tensor.__class__ is not Tensor:
-        ragged = composite.handler("reduce_sum", input_tensor)
-        if ragged is not None:
-            return ragged(input_tensor, axis, keepdims)
     return _reduce(SUM, "reduce_sum", input_tensor, axis, keepdims)
 
 
@@ -495,10 +497,6 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_mean(ef.constant([1, 0, 1, 0])).numpy()
         np.int32(0)
     """
-    if input_tensor.__class__ is not Tensor:
-        ragged = composite.handler("reduce_mean", input_tensor)
-        if ragged is not None:
-            return ragged(input_tensor, axis, keepdims)
     return _reduce(MEAN, "reduce_mean", input_tensor, axis, keepdims)
 
 
@@ -525,10 +523,6 @@ def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_max(ef.constant([[1, 5], [4, 2]]), axis=1).numpy().tolist()
         [5, 4]
     """
-    if input_tensor.__class__ is not Tensor:
-        ragged = composite.handler("reduce_max", input_tensor)
-        if ragged is not None:
-            return ragged(input_tensor, axis, keepdims)
     return _reduce(MAX, "reduce_max", input_tensor, axis, keepdims)
 
 
@@ -555,10 +549,6 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
         >>> ef.reduce_min(ef.constant([[1, 5], [4, 2]]), axis=0).numpy().tolist()
         [1, 2]
     """
-    if input_tensor.__class__ is not Tensor:
-        ragged = composite.handler("reduce_min", input_tensor)
-        if ragged is not None:
-            return ragged(input_tensor, axis, keepdims)
     return _reduce(MIN, "reduce_min", input_tensor, axis, keepdims)
 
 

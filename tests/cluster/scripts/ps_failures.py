@@ -80,14 +80,20 @@ if MODE == "worker":
         done = sorted(int(v.fetch()[0]) for v in values)
         assert done == list(range(200)), done
         assert coordinator.requeued >= 1, coordinator.requeued
-        # The new worker took closures after it came back.
-        deadline = time.monotonic() + 10
-        while worker_pid(victim) != back.pid and time.monotonic() < deadline:
-            time.sleep(0.2)
-        more = schedule(40)
-        coordinator.join()
-        assert sorted(int(v.fetch()[0]) for v in more) == list(range(40))
+        # The new worker takes closures once the coordinator has seen it come back.
+        deadline = time.monotonic() + 30
+        while (worker_pid(victim) != back.pid or not coordinator._workers[1].alive) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        more = []
+        while time.monotonic() < deadline:
+            batch = schedule(20, start=len(more))
+            coordinator.join()
+            more += batch
+            if runtime.client(victim).status().graphs >= 1:
+                break
         assert runtime.client(victim).status().graphs >= 1, "the restarted worker ran nothing"
+        assert sorted(int(v.fetch()[0]) for v in more) == list(range(len(more)))
         losses = [float(v.fetch()[1]) for v in more]
         assert np.mean(losses[-10:]) < 0.05, losses[-10:]
         print("chief OK requeued=%d" % coordinator.requeued)
@@ -147,4 +153,15 @@ elif MODE == "errors":
         assert seconds < 10, seconds
     else:
         raise AssertionError("join did not raise after the ps died")
+    # A checkpoint needing the dead ps fails as unavailable and writes nothing.
+    import tempfile  # noqa: E402
+
+    directory = tempfile.mkdtemp()
+    try:
+        ef.train.Checkpoint(w=w, b=b).save(os.path.join(directory, "ckpt"))
+    except ef.errors.UnavailableError as exc:
+        assert victim in str(exc), exc
+    else:
+        raise AssertionError("a checkpoint was saved without its ps")
+    assert os.listdir(directory) == [], os.listdir(directory)
     print("chief OK ps failure seen after %.2fs" % seconds)

@@ -6,6 +6,7 @@ its own result bit for bit (dtype, shape, NaN positions). Prints "rank R OK <che
 """
 
 import sys
+import weakref
 
 
 import eagerflow  # noqa: F401  (first: it sizes the BLAS pool before numpy loads)
@@ -154,6 +155,18 @@ for cap in [64, 4096, 1 << 20, 0]:
             assert all(got[i] is mine[i] for i in plan.in_place), plan
         if cap == 0:  # the default cap packs the float32 tensors; lone dtypes go in place
             assert plan.num_buckets == 1 and sorted(plan.in_place) == [3, 5, 6], plan
+# A bucket's buffer is reused step after step while nobody keeps its gradients, even
+# though the watchdog thread wakes every 50 ms during the calls (it once held the armed
+# call's frame, and so the bucket, while it slept: a new buffer about one step in ten).
+grads = [np.full(1 << 14, rank + 1.0, np.float32) for _ in range(64)]  # 4 MiB, one bucket
+plan = BucketPlan.for_arrays(grads)
+first = weakref.ref(plan.buckets[0].flat)  # a strong reference would itself block reuse
+for _ in range(300):
+    out = plan.all_reduce(comm, grads, "sum")
+    assert out[0][0] == size * (size + 1) / 2
+    del out
+    checks += 1
+assert plan.buckets[0].flat is first(), "the bucket buffer was replaced while unused"
 if rank == 0 and "--large" in sys.argv:
     print("plan", plan)
 print("rank %d OK %d" % (rank, checks), flush=True)

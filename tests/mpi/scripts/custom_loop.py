@@ -56,14 +56,18 @@ if traced:
 losses = []
 for xb, yb in dist_ds:
     losses.append(float(step(xb, yb)))
-collective_nodes = 0
+collective_nodes = merged_nodes = 0
 if traced:  # the all-reduce inside @function is a graph node
+    from eagerflow.function import passes
+
     graph = step.get_concrete_function(xb, yb).graph
     collective_nodes = sum(n.op == "CollectiveReduce" for n in graph.nodes)
+    # The loss all-reduce joins the gradients' in the graph that runs: one per step.
+    merged_nodes = sum(n.op == "CollectiveReduce" for n in passes.optimize(graph).nodes)
 weights = [v.numpy() for v in model.trainable_variables]
 rank = strategy.cluster_resolver.task_id
 if rank == 0:
     with open(out_path, "w") as f:
         json.dump({"losses": losses, "weights": [w.ravel().tolist() for w in weights],
-                   "collective_nodes": collective_nodes}, f)
+                   "collective_nodes": collective_nodes, "merged_nodes": merged_nodes}, f)
 print("rank %d OK" % rank, flush=True)

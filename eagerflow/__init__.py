@@ -31,9 +31,9 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"eagerflow\.
 __version__ = "0.1.0"
 
 from eagerflow._api import *  # noqa: E402,F401,F403
-from eagerflow import bitwise, linalg, math, nn, random, ragged, sparse, strings  # noqa
-from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec  # noqa: E402,F401
-from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec  # noqa: E402,F401
+from eagerflow._api import _LAZY_NAMES  # noqa: E402
+from eagerflow.ops.strings import structural as _strings_structural  # noqa: E402,F401
+from eagerflow import bitwise, linalg, math, nn, random  # noqa: E402,F401
 from eagerflow import autodiff, config, experimental, nest  # noqa: E402,F401
 from eagerflow.custom_gradient import custom_gradient, recompute_grad  # noqa: E402,F401
 from eagerflow.framework.device_scope import device  # noqa: E402,F401
@@ -59,12 +59,26 @@ from eagerflow.function.assertions import Assert  # noqa: E402,F401
 from eagerflow.function.control_deps import control_dependencies, init_scope  # noqa: E402,F401
 
 
-# Heavier subpackages load on first use, keeping ``import eagerflow`` fast.
+# Heavier subpackages load on first use, keeping ``import eagerflow`` fast: the string,
+# ragged and sparse tensors' modules too (a program that never touches them never pays
+# for them; string tensors themselves, and the ops that move them, are always there).
 _LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summary",
-                    "profiler", "autograph", "io", "image", "debugging", "types")
+                    "profiler", "autograph", "io", "image", "debugging", "types", "strings",
+                    "ragged", "sparse")
+_LAZY_NAMES = dict(_LAZY_NAMES, RaggedTensor="eagerflow.ragged.ragged_tensor",
+                   RaggedTensorSpec="eagerflow.ragged.ragged_tensor",
+                   SparseTensor="eagerflow.sparse.sparse_tensor",
+                   SparseTensorSpec="eagerflow.sparse.sparse_tensor")
 
 
 def __getattr__(name):
+    module_name = _LAZY_NAMES.get(name)
+    if module_name is not None:
+        import importlib
+
+        value = getattr(importlib.import_module(module_name), name)
+        globals()[name] = value
+        return value
     if name in _LAZY_SUBMODULES:
         import importlib
 
@@ -80,4 +94,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES) | set(_LAZY_NAMES))

@@ -89,6 +89,7 @@ from eagerflow.ops.reduce.reductions import (  # noqa: F401
 from eagerflow.ops.reduce.scans import (  # noqa: F401
     cumsum,
 )
-from eagerflow.ops.strings.string_convert import (  # noqa: F401
-    as_string,
-)
+
+_LAZY_NAMES = {
+    'as_string': 'eagerflow.ops.strings.string_convert',
+}

@@ -63,10 +63,19 @@ def collect():
     return spaces
 
 
+def _lazy(module):
+    """Whether a family's top-level names load on first use (its ``LAZY`` flag)."""
+    return bool(getattr(importlib.import_module(module), "LAZY", False))
+
+
 def render(space, names):
     by_module = {}
+    lazy = {}
     for item, module in sorted(names.items()):
-        by_module.setdefault(module, []).append(item)
+        if not space and _lazy(module):
+            lazy[item] = module
+        else:
+            by_module.setdefault(module, []).append(item)
     lines = [HEADER % DOCS.get(space, "``eagerflow.%s``." % space), ""]
     children = sorted(s.split(".")[-1] for s in SPACES if s.startswith(space + ".") and space)
     for module in sorted(by_module):
@@ -83,6 +92,14 @@ def render(space, names):
         lines.append(")")
     for child in children:
         lines.append("from eagerflow.%s import %s  # noqa: F401,E402" % (space, child))
+    if not space:
+        # Names of LAZY families: eagerflow.__getattr__ imports the module on first use,
+        # keeping ``import eagerflow`` from loading them.
+        lines.append("")
+        lines.append("_LAZY_NAMES = {")
+        for item, module in sorted(lazy.items()):
+            lines.append("    %r: %r," % (item, module))
+        lines.append("}")
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 Run it in an environment that has tensorflow (not a dependency of eagerflow):
 
-    python scripts/record_tf_reference.py
+    python scripts/record_tf_reference.py            # everything
+    python scripts/record_tf_reference.py ragged hashing resize_aa  # only these parts
 
 It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
 string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
@@ -12,6 +13,7 @@ to run the tests.
 
 import json
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -139,8 +141,128 @@ def record_text():
         json.dump(out, f, indent=1)
 
 
-def main():
+def _value(v):
+    if isinstance(v, tf.RaggedTensor):
+        return {"ragged": _plain(v.to_list())}
+    return {"dense": _plain(v.numpy().tolist())}
+
+
+def _plain(x):
+    if isinstance(x, bytes):
+        return x.decode()
+    if isinstance(x, list):
+        return [_plain(y) for y in x]
+    return x
+
+
+def record_ragged_datasets():
+    out = {}
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tests.data.ragged_pipelines import PIPELINES
+
+    for name, build in PIPELINES.items():
+        ds = build(tf)
+        spec = ds.element_spec
+        out[name] = {"spec": repr(spec), "elements": [
+            [_value(c) for c in e] if isinstance(e, tuple) else _value(e) for e in ds]}
+    sig = tf.function(lambda x: tf.reduce_sum(x, axis=1), input_signature=[
+        tf.RaggedTensorSpec([None, None], tf.int32)])
+    out["function_reduce_sum"] = sig(tf.ragged.constant([[1, 2], [], [3]])).numpy().tolist()
+    with open(os.path.join(OUT, "ragged_datasets.json"), "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+        f.write("\n")
+    from tests.data.ragged_pipelines import SPARSE_PIPELINES
+
+    sparse = {}
+    for name, build in SPARSE_PIPELINES.items():
+        ds = build(tf)
+        sparse[name] = {"spec": repr(ds.element_spec), "elements": [
+            [e.indices.numpy().tolist(), _plain(e.values.numpy().tolist()),
+             e.dense_shape.numpy().tolist()] for e in ds]}
+    with open(os.path.join(OUT, "sparse_datasets.json"), "w") as f:
+        json.dump(sparse, f, separators=(",", ":"))
+        f.write("\n")
+    from tests.ragged.ragged_op_cases import CASES
+
+    ops = {}
+    for name, build in CASES.items():
+        value = build(tf)
+        ops[name] = {"dtype": value.dtype.name, "values": _plain(value.to_list())}
+    from tests.ragged.ragged_op_cases import FROM_SPARSE, TO_SPARSE
+
+    for name, build in TO_SPARSE.items():
+        st = build(tf)
+        ops["to_sparse_" + name] = [st.indices.numpy().tolist(),
+                                    _plain(st.values.numpy().tolist()),
+                                    st.dense_shape.numpy().tolist()]
+    for name, build in FROM_SPARSE.items():
+        ops["from_sparse_" + name] = _plain(build(tf).to_list())
+    with open(os.path.join(OUT, "ragged_ops.json"), "w") as f:
+        json.dump(ops, f, separators=(",", ":"))
+        f.write("\n")
+
+
+AA_METHODS = ("bilinear", "bicubic", "area", "lanczos3", "lanczos5", "gaussian",
+              "mitchellcubic")
+AA_SIZES = {"small": ((1, 1), (2, 3), (3, 4), (5, 2), (6, 8), (3, 9), (7, 4), (14, 18)),
+            "large": ((5, 7), (11, 13), (24, 30), (17, 5), (1, 48))}
+
+
+def record_resize_antialias():
+    """image.resize with antialias=True over many down- and up-scaling factors."""
+    rng = np.random.default_rng(1)
+    inputs = {"small": _image()[:1], "large": rng.uniform(0, 255, (1, 32, 48, 2)).astype(
+        np.float32)}
+    out = {"input_" + k: v for k, v in inputs.items()}
+    for which, img in inputs.items():
+        for method in AA_METHODS:
+            for h, w in AA_SIZES[which]:
+                out["%s_%s_%dx%d" % (which, method, h, w)] = tf.image.resize(
+                    img, (h, w), method=method, antialias=True).numpy()
+    np.savez_compressed(os.path.join(OUT, "resize_antialias.npz"), **out)
+
+
+HASH_WORDS = ["", "a", "Hello", "TensorFlow", "x" * 7, "y" * 8, "z" * 9, "w" * 15,
+              "v" * 16, "the quick brown fox jumps over the lazy dog", "caf\u00e9"]
+
+
+def record_hashing():
+    """tf.strings.to_hash_bucket_strong and keras Hashing(salt=...) on fixed inputs."""
+    out = {"words": HASH_WORDS, "strong": {}, "layers": {}}
+    for key in ((0, 0), (1, 2), (133, 133), (2**63 - 1, 12345), (-1, -7)):
+        out["strong"]["%d,%d" % key] = tf.strings.to_hash_bucket_strong(
+            HASH_WORDS, 2**62, key=list(key)).numpy().tolist()
+    cases = {
+        "salt_int": dict(num_bins=5, salt=133),
+        "salt_pair": dict(num_bins=7, salt=[5, 9]),
+        "salt_mask": dict(num_bins=4, salt=42, mask_value="Hello"),
+        "nosalt_mask": dict(num_bins=4, mask_value="Hello"),
+    }
+    for name, kw in cases.items():
+        layer = tf.keras.layers.Hashing(**kw)
+        out["layers"][name] = {"kwargs": kw, "output": layer(
+            tf.constant([[w] for w in HASH_WORDS])).numpy().tolist()}
+    ints = tf.keras.layers.Hashing(num_bins=11, salt=[3, 4], mask_value=0)
+    out["layers"]["ints"] = {"kwargs": {"num_bins": 11, "salt": [3, 4], "mask_value": 0},
+                             "input": [[0], [1], [-17], [123456789]],
+                             "output": ints(tf.constant([[0], [1], [-17], [123456789]],
+                                                        tf.int64)).numpy().tolist()}
+    with open(os.path.join(OUT, "hashing.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
+def main(parts):
     os.makedirs(OUT, exist_ok=True)
+    if parts:
+        for part in parts:
+            {"ragged": record_ragged_datasets, "hashing": record_hashing,
+             "resize_aa": record_resize_antialias}[part]()
+        print("wrote", parts)
+        return
+    record_ragged_datasets()
+    record_hashing()
+    record_resize_antialias()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()
@@ -154,4 +276,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

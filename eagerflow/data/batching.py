@@ -1,4 +1,10 @@
-"""Batching: ``batch``, ``padded_batch`` and ``unbatch``."""
+"""Batching: ``batch``, ``padded_batch``, ``ragged_batch`` and ``unbatch``.
+
+Ragged components (RaggedTensorSpec) batch into RaggedTensors with one more ragged
+dimension and unbatch into their rows, and sparse ones (SparseTensorSpec) into
+SparseTensors of one more dimension, as in tf.data (see ``ragged_elements`` and
+``sparse_elements``).
+"""
 
 from __future__ import annotations
 
@@ -7,19 +13,23 @@ from contextlib import closing
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.data import rows as rows_lib, structure
+from eagerflow.data import ragged_elements, rows as rows_lib, sparse_elements, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape
 
-__all__ = ["BatchDataset", "PaddedBatchDataset", "UnbatchDataset"]
+__all__ = ["BatchDataset", "PaddedBatchDataset", "UnbatchDataset", "DenseToRaggedDataset"]
 
 host_value = structure.host_value
 
 
 def _batched_spec(spec, batch_dim):
     def one(s):
+        if isinstance(s, (RaggedTensorSpec, SparseTensorSpec)):
+            return s._batch(batch_dim)
         if s.shape.rank is None:
             return TensorSpec(TensorShape(None), s.dtype)
         return TensorSpec([batch_dim] + s.shape.as_list(), s.dtype)
@@ -47,11 +57,23 @@ def _collect(input_dataset, batch_size, drop_remainder):
             yield batch
 
 
-def stack_elements(batch):
-    """Stacks a list of elements component by component into one batched element."""
+def stack_elements(batch, leaf_specs=None):
+    """Stacks a list of elements component by component into one batched element.
+
+    A component that ``leaf_specs`` (the flattened element_spec) says is ragged, or that
+    holds RaggedTensors, is stacked into a RaggedTensor with one more ragged dimension.
+    """
     columns = zip(*[structure.flatten(e) for e in batch])
     out = []
     for index, column in enumerate(columns):
+        if leaf_specs is not None and isinstance(leaf_specs[index], RaggedTensorSpec) or \
+                any(isinstance(t, RaggedTensor) for t in column):
+            out.append(ragged_elements.stack(column))
+            continue
+        if leaf_specs is not None and isinstance(leaf_specs[index], SparseTensorSpec) or \
+                any(isinstance(t, SparseTensor) for t in column):
+            out.append(sparse_elements.stack(column))
+            continue
         arrays = [host_value(t) for t in column]
         try:
             out.append(structure.wrap_array(np.stack(arrays)))
@@ -89,8 +111,40 @@ class BatchDataset(Dataset):
         return self._stacked()
 
     def _stacked(self):
+        leaf_specs = structure.flatten(self._inputs[0].element_spec)
+        if not any(isinstance(s, (RaggedTensorSpec, SparseTensorSpec)) for s in leaf_specs):
+            leaf_specs = None
         for batch in _collect(self._inputs[0], self._batch_size, self._drop_remainder):
-            yield stack_elements(batch)
+            yield stack_elements(batch, leaf_specs)
+
+
+class DenseToRaggedDataset(Dataset):
+    """The first half of ``ragged_batch``: dense components with an unknown dimension become
+    RaggedTensors (ragged up to their last unknown dimension), so that ``batch`` makes
+    ragged batches of them, as TF's ``dense_to_ragged_batch`` does."""
+
+    def __init__(self, input_dataset, row_splits_dtype):
+        super().__init__((input_dataset,))
+        spec = input_dataset.element_spec
+        leaves = structure.flatten(spec)
+        self._ragged_ranks = [
+            r.ragged_rank if isinstance(r, RaggedTensorSpec) and not isinstance(
+                s, RaggedTensorSpec) else 0
+            for s, r in ((s, ragged_elements.to_ragged_spec(s, row_splits_dtype))
+                         for s in leaves)]
+        self._spec = structure.pack(
+            spec, [ragged_elements.to_ragged_spec(s, row_splits_dtype) for s in leaves])
+
+    def _cardinality(self):
+        return self._inputs[0]._cardinality()
+
+    def _elements(self):
+        ranks = self._ragged_ranks
+        pack = structure.packer(self._spec)
+        with closing(self._inputs[0]._elements()) as iterator:
+            for element in iterator:
+                yield pack([ragged_elements.from_dense(t, r) if r else t
+                            for t, r in zip(structure.flatten(element), ranks)])
 
 
 def _shape_of(value, what):
@@ -135,6 +189,13 @@ class PaddedBatchDataset(Dataset):
         spec = input_dataset.element_spec
         leaves = structure.flatten(spec)
         paths = [p or "the element" for p in structure.leaf_paths(spec)]
+        for path, s in zip(paths, leaves):
+            if isinstance(s, (RaggedTensorSpec, SparseTensorSpec)):
+                raise TypeError(
+                    "Dataset.padded_batch is only supported for datasets of tensor "
+                    "elements, but component %s is %r. Use batch (or ragged_batch) for "
+                    "ragged and sparse components, or map them to dense tensors first "
+                    "(RaggedTensor.to_tensor(), tf.sparse.to_dense)." % (path, s))
         if padded_shapes is None:
             for path, s in zip(paths, leaves):
                 if s.shape.rank is None:
@@ -216,6 +277,9 @@ class UnbatchDataset(Dataset):
 
     def _compute_spec(self):
         def one(s):
+            if isinstance(s, RaggedTensorSpec) and s.ragged_rank or \
+                    isinstance(s, SparseTensorSpec):
+                return s._unbatch()
             if s.shape.rank is None:
                 return TensorSpec(TensorShape(None), s.dtype)
             if s.shape.rank == 0:
@@ -240,20 +304,23 @@ class UnbatchDataset(Dataset):
         wrap = structure.wrap_array
         with closing(self._inputs[0]._elements()) as iterator:
             for element in iterator:
-                arrays = [_read_only(t) for t in structure.flatten(element)]
-                if any(a.ndim == 0 for a in arrays):
+                flat = structure.flatten(element)
+                arrays = [ragged_elements.rows(t) if isinstance(t, RaggedTensor) else
+                          sparse_elements.rows(t) if isinstance(t, SparseTensor) else
+                          _read_only(t) for t in flat]
+                if any(getattr(a, "ndim", 1) == 0 for a in arrays):
                     raise errors.InvalidArgumentError(
                         None, "unbatch", "Dataset.unbatch: an element has a scalar component, "
                         "which has no batch dimension to split.")
-                sizes = {a.shape[0] for a in arrays}
+                sizes = {len(a) for a in arrays}
                 if len(sizes) > 1:
                     raise errors.InvalidArgumentError(
                         None, "unbatch", "Dataset.unbatch: the components of an element have "
                         "different batch sizes %s; they must all have the same first "
                         "dimension." % sorted(sizes))
                 pack = structure.packer(element)
-                for i in range(arrays[0].shape[0]):
-                    yield pack([wrap(a[i, ...]) for a in arrays])
+                for i in range(len(arrays[0])):
+                    yield pack([a[i] if type(a) is list else wrap(a[i, ...]) for a in arrays])
 
 
 def _read_only(tensor):

@@ -21,7 +21,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import structure
+from eagerflow.data import ragged_elements, sparse_elements, structure
 from eagerflow.data.dataset import Dataset
 
 __all__ = ["CacheDataset"]
@@ -135,7 +135,14 @@ class _Writer:
         self.dtypes = None
 
     def add(self, element):
-        arrays = [np.asarray(t) for t in structure.flatten(element)]
+        arrays = []
+        for t in structure.flatten(element):  # a Ragged/SparseTensor is stored as its arrays
+            if ragged_elements.is_ragged(t):
+                arrays.extend(ragged_elements.component_arrays(t))
+            elif sparse_elements.is_sparse(t):
+                arrays.extend(sparse_elements.component_arrays(t))
+            else:
+                arrays.append(np.asarray(t))
         if self.dtypes is None:
             self.dtypes = [dtypes_lib.from_numpy(a.dtype).name for a in arrays]
         self.pending.append(arrays)
@@ -168,7 +175,7 @@ class _Writer:
         import json
 
         self._flush()
-        dtypes = self.dtypes or [s.dtype.name for s in structure.flatten(get_spec())]
+        dtypes = self.dtypes or _component_dtypes(structure.flatten(get_spec()))
         index = {"format": _FORMAT, "version": _VERSION, "dtypes": dtypes,
                  "chunks": self.chunks}
         index["digest"] = _digest(index)
@@ -202,11 +209,13 @@ def _read(path, spec):
         raise _damaged(path, "the index fails its checksum")
     leaves = structure.flatten(spec)
     stored = index.get("dtypes", [])
-    if index.get("format") != _FORMAT or stored != [s.dtype.name for s in leaves]:
+    expected = _component_dtypes(leaves)
+    if index.get("format") != _FORMAT or stored != expected:
         raise errors.InvalidArgumentError(
             None, "cache", "Dataset.cache: the cache in %r holds elements of dtypes %s, but "
             "this dataset produces %s. Delete the directory or use another filename."
-            % (path, stored, [s.dtype.name for s in leaves]))
+            % (path, stored, expected))
+    counts = [_component_count(s) for s in leaves]
     pack = structure.packer(spec)
     wrap = structure.wrap_array
     np_dtypes = [dtypes_lib.as_dtype(name).np_dtype for name in stored]
@@ -228,8 +237,43 @@ def _read(path, spec):
             raise
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             raise _damaged(path, str(exc)[:200]) from None
+        if len(counts) == len(columns):
+            for i in range(count):
+                yield pack([wrap(column[i]) for column in columns])
+            continue
         for i in range(count):
-            yield pack([wrap(column[i]) for column in columns])
+            values, k = [], 0
+            for n, s in zip(counts, leaves):
+                if n == 1:
+                    values.append(wrap(columns[k][i]))
+                else:
+                    helper = sparse_elements if sparse_elements.is_sparse_spec(s) else \
+                        ragged_elements
+                    try:
+                        values.append(helper.from_component_arrays(
+                            [columns[k + j][i] for j in range(n)]))
+                    except errors.InvalidArgumentError as exc:
+                        raise _damaged(path, exc.message[:200]) from None
+                k += n
+            yield pack(values)
+
+
+def _component_count(spec):
+    return 3 if sparse_elements.is_sparse_spec(spec) else ragged_elements.component_count(spec)
+
+
+def _component_dtypes(leaves):
+    """The dtype names of the stored arrays: one per dense component; for a ragged one its
+    values' dtype then int64 for each level of row splits; for a sparse one int64 indices,
+    its values' dtype and an int64 dense shape."""
+    out = []
+    for s in leaves:
+        if sparse_elements.is_sparse_spec(s):
+            out.extend(["int64", s.dtype.name, "int64"])
+            continue
+        out.append(s.dtype.name)
+        out.extend(["int64"] * (ragged_elements.component_count(s) - 1))
+    return out
 
 
 def _digest(index):

@@ -30,6 +30,15 @@ __all__ = ["Dataset", "DatasetIterator", "AUTOTUNE", "INFINITE", "UNKNOWN"]
 _state = _context.state
 
 
+def _numpy(value):
+    """A leaf as numpy, as TF's as_numpy_iterator gives it (a SparseTensor densified)."""
+    if getattr(value, "_is_sparse", False):
+        from eagerflow.sparse.sparse_tensor import to_dense
+
+        return to_dense(value).numpy()
+    return value.numpy()
+
+
 class Dataset:
     """A sequence of elements, each a tensor or a nested tuple/dict of tensors.
 
@@ -94,7 +103,7 @@ class Dataset:
             [[1, 2], [3, 4]]
         """
         for element in self:
-            yield structure.map_structure(lambda t: t.numpy(), element)
+            yield structure.map_structure(_numpy, element)
 
     @property
     def element_spec(self):
@@ -539,6 +548,42 @@ class Dataset:
             self, arguments.positive_int(batch_size, "batch_size", "padded_batch"),
             padded_shapes, padding_values,
             arguments.as_bool(drop_remainder, "drop_remainder", "padded_batch"))
+
+    def ragged_batch(self, batch_size, drop_remainder=False, row_splits_dtype=None,
+                     name=None):
+        """Batches elements whose shapes differ into RaggedTensors (TF's ``ragged_batch``).
+
+        A dense component with an unknown dimension becomes a RaggedTensor, ragged up to its
+        last unknown dimension; components of fully known shape batch into dense tensors
+        and ragged components into RaggedTensors with one more ragged dimension, as
+        :meth:`batch` does.
+
+        Args:
+            batch_size: Elements per batch (>= 1).
+            drop_remainder: Drop a last, smaller batch.
+            row_splits_dtype: int64 (default) or int32, recorded in the element_spec (row
+                splits are held as int64 either way).
+            name: Unused (TF compatibility).
+
+        Example:
+            >>> import eagerflow as ef
+            >>> from eagerflow.data import Dataset
+            >>> ds = Dataset.range(4).map(lambda x: ef.range(x)).ragged_batch(3)
+            >>> [rt.to_list() for rt in ds]
+            [[[], [0], [0, 1]], [[0, 1, 2]]]
+        """
+        from eagerflow import dtypes as dtypes_lib
+        from eagerflow.data import batching
+
+        splits_dtype = dtypes_lib.int64 if row_splits_dtype is None else \
+            dtypes_lib.as_dtype(row_splits_dtype)
+        if splits_dtype not in (dtypes_lib.int64, dtypes_lib.int32):
+            raise ValueError("Dataset.ragged_batch: row_splits_dtype must be int32 or int64, "
+                             "got %s." % splits_dtype.name)
+        return batching.BatchDataset(
+            batching.DenseToRaggedDataset(self, splits_dtype),
+            arguments.positive_int(batch_size, "batch_size", "ragged_batch"),
+            arguments.as_bool(drop_remainder, "drop_remainder", "ragged_batch"))
 
     def unbatch(self, name=None):
         """Splits each element along its first dimension into elements (inverse of batch).

@@ -21,7 +21,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "cardinali
            "assert_cardinality", "Counter", "from_list", "AutoShardPolicy",
            "ExternalStatePolicy", "AutotuneOptions", "DistributeOptions",
            "OptimizationOptions", "ThreadingOptions", "CsvDataset", "make_csv_dataset",
-           "sample_from_datasets", "choose_from_datasets"]
+           "sample_from_datasets", "choose_from_datasets", "dense_to_ragged_batch"]
 
 
 def cardinality(dataset):
@@ -50,6 +50,19 @@ def assert_cardinality(expected_cardinality):
     from eagerflow.data.selection import AssertCardinalityDataset
 
     return lambda dataset: AssertCardinalityDataset(dataset, expected_cardinality)
+
+
+def dense_to_ragged_batch(batch_size, drop_remainder=False, row_splits_dtype=None):
+    """A transformation (for ``Dataset.apply``): ``dataset.ragged_batch(...)``.
+
+    Example:
+        >>> import eagerflow as ef
+        >>> from eagerflow.data import Dataset, experimental
+        >>> ds = Dataset.range(3).map(lambda x: ef.range(x))
+        >>> next(iter(ds.apply(experimental.dense_to_ragged_batch(3)))).to_list()
+        [[], [0], [0, 1]]
+    """
+    return lambda dataset: dataset.ragged_batch(batch_size, drop_remainder, row_splits_dtype)
 
 
 def Counter(start=0, step=1, dtype=None):  # noqa: N802 - TF's name

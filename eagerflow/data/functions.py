@@ -23,7 +23,9 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import structure
+from eagerflow.data import ragged_elements, sparse_elements, structure
+from eagerflow.ragged.ragged_tensor import RaggedTensorSpec
+from eagerflow.sparse.sparse_tensor import SparseTensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
@@ -62,7 +64,15 @@ def _probe(spec, unknown_size, fill):
 
             inner = [_probe(s.element_spec, unknown_size, fill)] * unknown_size
             return ElementsDataset(inner, s.element_spec)
+        if isinstance(s, RaggedTensorSpec):
+            return ragged_elements.probe(s, unknown_size, fill)
+        if isinstance(s, SparseTensorSpec):
+            return sparse_elements.probe(s, unknown_size, fill)
         dims = [unknown_size if d is None else d for d in s.shape.as_list()]
+        if s.dtype is dtypes_lib.string:  # strings, not the numbers 0 and 1 in an object array
+            array = np.empty(dims, object)
+            array[...] = b"1" * fill
+            return structure.wrap_array(array)
         return structure.wrap_array(np.full(dims, fill, s.dtype.np_dtype))
 
     return structure.map_structure(leaf, spec)
@@ -105,6 +115,12 @@ def _all_unknown(spec):
     def leaf(s):
         if isinstance(s, structure.DatasetSpec):
             return structure.DatasetSpec(_all_unknown(s.element_spec))
+        if isinstance(s, RaggedTensorSpec):
+            return RaggedTensorSpec(TensorShape(None) if s.shape.rank is None
+                                    else [None] * s.shape.rank, s.dtype, s.ragged_rank)
+        if isinstance(s, SparseTensorSpec):
+            return SparseTensorSpec(TensorShape(None) if s.shape.rank is None
+                                    else [None] * s.shape.rank, s.dtype)
         return TensorSpec(TensorShape(None) if s.shape.rank is None
                           else [None] * s.shape.rank, s.dtype)
 

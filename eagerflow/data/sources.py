@@ -9,9 +9,13 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import arguments, rows as rows_lib, structure
+from eagerflow.data import arguments, ragged_elements, rows as rows_lib, sparse_elements
+from eagerflow.data import structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.ragged.ragged_tensor import constant as ragged_constant
+from eagerflow.sparse.sparse_tensor import SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape
 
@@ -25,6 +29,16 @@ def _refuse_dataset(value, method):
                         "datasets use Dataset.zip or concatenate." % method)
 
 
+def _composite(value):
+    """The helper module for a RaggedTensor or SparseTensor component."""
+    return ragged_elements if ragged_elements.is_ragged(value) else sparse_elements
+
+
+def _spec_of_composite(value):
+    return RaggedTensorSpec.from_value(value) if ragged_elements.is_ragged(value) else \
+        SparseTensorSpec.from_value(value)
+
+
 class TensorSliceDataset(Dataset):
     """``from_tensor_slices``: one element per row of every component (read-only copies)."""
 
@@ -36,7 +50,9 @@ class TensorSliceDataset(Dataset):
             raise errors.InvalidArgumentError(
                 None, "from_tensor_slices", "Dataset.from_tensor_slices needs at least one "
                 "component, got an empty structure %r." % (tensors,))
-        arrays = [structure.host_array(leaf) for leaf in leaves]
+        ragged = [ragged_elements.is_ragged(leaf) or sparse_elements.is_sparse(leaf)
+                  for leaf in leaves]
+        arrays = [leaf if r else structure.host_array(leaf) for leaf, r in zip(leaves, ragged)]
         paths = structure.leaf_paths(tensors)
         for path, array in zip(paths, arrays):
             if array.ndim == 0:
@@ -44,7 +60,7 @@ class TensorSliceDataset(Dataset):
                     None, "from_tensor_slices", "Dataset.from_tensor_slices: component %s "
                     "is a scalar and has no first dimension to slice; use "
                     "Dataset.from_tensors for a single element." % (path or "tensors"))
-        sizes = [a.shape[0] for a in arrays]
+        sizes = [_composite(a).nrows(a) if r else a.shape[0] for a, r in zip(arrays, ragged)]
         if len(set(sizes)) > 1:
             listing = ", ".join("%s has %d" % (p or "tensors", n) for p, n in zip(paths, sizes))
             raise errors.InvalidArgumentError(
@@ -52,14 +68,35 @@ class TensorSliceDataset(Dataset):
                 "must have the same size in their first dimension, but %s. Slice or pad "
                 "them to a common length." % listing)
         self._arrays = arrays
+        self._ragged = any(ragged)
+        self._composite = ragged
         self._size = sizes[0]
-        self._spec = structure.pack(
-            tensors, [structure.spec_of_array(a, batched=True) for a in arrays])
+        self._spec = structure.pack(tensors, [
+            _spec_of_composite(a)._unbatch() if r else
+            structure.spec_of_array(a, batched=True) for a, r in zip(arrays, ragged)])
 
     def _cardinality(self):
         return self._size
 
+    def _elements(self):
+        if not self._ragged:
+            return super()._elements()
+        return self._ragged_elements()
+
+    def _ragged_elements(self):
+        # Rows of a RaggedTensor or SparseTensor are not addressable as array rows, so
+        # these slices go element by element (no Rows fast path).
+        columns = [_composite(a).rows(a) if r else None
+                   for a, r in zip(self._arrays, self._composite)]
+        pack = structure.packer(self._spec)
+        wrap = structure.wrap_array
+        for i in range(self._size):
+            yield pack([wrap(a[i, ...]) if c is None else c[i]
+                        for a, c in zip(self._arrays, columns)])
+
     def _rows(self):
+        if self._ragged:
+            return None
         arrays = self._arrays
         return rows_lib.Rows(lambda index: tuple(a[index] for a in arrays), self._size,
                              self._spec)
@@ -162,6 +199,25 @@ def _yielded_array(value, spec, path):
     return array
 
 
+def _yielded_ragged(value, spec, path):
+    """A yielded RaggedTensor (or nested lists, made one) checked against its spec."""
+    where = "component %s" % path if path else "the element"
+    if not isinstance(value, RaggedTensor):
+        try:
+            value = ragged_constant(value, dtype=spec.dtype, ragged_rank=spec.ragged_rank)
+        except (TypeError, ValueError, errors.OpError) as exc:
+            raise TypeError(
+                "Dataset.from_generator: `generator` yielded %s = %s where the "
+                "output_signature expects %r, and it cannot be made a RaggedTensor: %s"
+                % (where, _short(value), spec, exc)) from None
+    if not spec.is_compatible_with(value):
+        raise errors.InvalidArgumentError(
+            None, "from_generator", "Dataset.from_generator: `generator` yielded %s = %r "
+            "(%r) where the output_signature expects %r." % (
+                where, value, RaggedTensorSpec.from_value(value), spec))
+    return value
+
+
 class GeneratorDataset(Dataset):
     """``from_generator``: elements yielded by a Python generator, checked on the way."""
 
@@ -177,10 +233,10 @@ class GeneratorDataset(Dataset):
             if isinstance(output_signature, list):
                 output_signature = tuple(output_signature)
             for leaf in structure.flatten(output_signature):
-                if not isinstance(leaf, TensorSpec):
+                if not isinstance(leaf, (TensorSpec, RaggedTensorSpec)):
                     raise TypeError("Dataset.from_generator: every leaf of "
-                                    "`output_signature` must be a tf.TensorSpec, got %r."
-                                    % (leaf,))
+                                    "`output_signature` must be a tf.TensorSpec or "
+                                    "tf.RaggedTensorSpec, got %r." % (leaf,))
             spec = output_signature
         elif output_types is None:
             raise TypeError("Dataset.from_generator: at least one of `output_types` and "
@@ -208,8 +264,10 @@ class GeneratorDataset(Dataset):
                 leaves = structure.flatten_up_to(self._spec, value,
                                         "Dataset.from_generator: `generator` yielded an "
                                         "element that does not match output_signature")
-                yield self._pack([wrap(_yielded_array(v, s, p)) for v, s, p in
-                                  zip(leaves, self._leaf_specs, self._paths)])
+                yield self._pack([
+                    _yielded_ragged(v, s, p) if isinstance(s, RaggedTensorSpec) and
+                    s.ragged_rank else wrap(_yielded_array(v, s, p))
+                    for v, s, p in zip(leaves, self._leaf_specs, self._paths)])
         finally:
             close = getattr(iterator, "close", None)
             if close is not None:

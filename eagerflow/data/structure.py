@@ -25,6 +25,8 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow.framework import context
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
@@ -191,8 +193,8 @@ def flatten_up_to(template, value, what):
 
 def tensor_of(value, what="element"):
     """One leaf as a Tensor: tensors pass through, anything else is converted like TF."""
-    if isinstance(value, Tensor):
-        return value
+    if isinstance(value, (Tensor, RaggedTensor, SparseTensor)):
+        return value  # a Tensor, or a RaggedTensor (one leaf of an element)
     if value is None:
         raise TypeError(
             "A dataset %s cannot contain None; use an empty tensor or drop the component."
@@ -284,6 +286,10 @@ class DatasetSpec:
 def _spec_of_leaf(leaf):
     if isinstance(leaf, Tensor):
         return TensorSpec(leaf.shape, leaf.dtype)
+    if isinstance(leaf, RaggedTensor):
+        return RaggedTensorSpec.from_value(leaf)
+    if isinstance(leaf, SparseTensor):
+        return SparseTensorSpec.from_value(leaf)
     return DatasetSpec(leaf.element_spec)  # a dataset inside an element
 
 
@@ -317,6 +323,15 @@ def relax_specs(a, b, what):
                                 "tensor in the other." % (what, i))
             out.append(DatasetSpec(relax_specs(x.element_spec, y.element_spec, what)))
             continue
+        if _is_composite_spec(x) or _is_composite_spec(y):
+            try:
+                out.append(x.most_specific_compatible_type(y) if _is_composite_spec(x)
+                           else y.most_specific_compatible_type(x))
+            except TypeError:
+                raise TypeError("%s: component %d is %s in one structure and %s in the "
+                                "other; they must have the same kind, dtype (and ragged rank)."
+                                % (what, i, x, y)) from None
+            continue
         if x.dtype is not y.dtype:
             raise TypeError("%s: component %d has dtype %s in one dataset and %s in the "
                             "other; cast one with map(lambda ...: tf.cast(...))."
@@ -325,11 +340,23 @@ def relax_specs(a, b, what):
     return pack(a, out)
 
 
+def _is_ragged_spec(spec):
+    return isinstance(spec, RaggedTensorSpec)
+
+
+def _is_composite_spec(spec):
+    return isinstance(spec, (RaggedTensorSpec, SparseTensorSpec))
+
+
 def describe(spec):
     """A short text for a spec structure: ``(float32[None, 3], int64[])``."""
     def one(s):
         if isinstance(s, DatasetSpec):
             return "Dataset<%s>" % describe(s.element_spec)
+        if _is_ragged_spec(s):
+            return "ragged(%d) %s" % (s.ragged_rank, one(TensorSpec(s.shape, s.dtype)))
+        if isinstance(s, SparseTensorSpec):
+            return "sparse %s" % one(TensorSpec(s.shape, s.dtype))
         if not isinstance(s, TensorSpec):
             return type(s).__name__
         dims = "?" if s.shape.rank is None else ", ".join(

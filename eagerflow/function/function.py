@@ -339,11 +339,13 @@ def _fast_key(args, tensors_only=False):
 
 
 def _as_spec(x):
-    if isinstance(x, TensorSpec):
-        return x
+    if isinstance(x, TensorSpec) or getattr(x, "_nest_composite", False) and hasattr(
+            x, "is_compatible_with"):
+        return x  # a TensorSpec, or a composite's spec (RaggedTensorSpec)
     if isinstance(x, Tensor):
         return TensorSpec.from_tensor(x)
-    raise TypeError("input_signature must contain TensorSpecs, got %r" % (x,))
+    raise TypeError("input_signature must contain TensorSpecs (or RaggedTensorSpecs), got %r"
+                    % (x,))
 
 
 def _spec_key(arguments):

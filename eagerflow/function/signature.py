@@ -224,8 +224,11 @@ def signature_key(input_signature, arguments, param_names):
             raise TypeError(
                 "Argument `%s` does not match the function's input_signature: "
                 "expected the structure %s, got %r." % (name, spec, value)) from None
-        converted = []
         for (path, leaf), s in zip(nest.flatten_with_paths(value), spec_leaves):
+            _check_composite(name, path, leaf, s)
+        converted = []
+        for (path, leaf), s in zip(nest.flatten_with_paths(value, expand_composites=True),
+                                   nest.flatten(spec, expand_composites=True)):
             t = leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf, dtype=s.dtype)
             converted.append(t)
             if not s.is_compatible_with(t):
@@ -238,7 +241,31 @@ def signature_key(input_signature, arguments, param_names):
             leaves.append(TensorKey(s.dtype, tuple(s.shape.dims) if s.shape.rank is not None
                                     else None))
             paths.append((name,) + path)
-        if any(t is not leaf for t, leaf in zip(converted, nest.flatten(value))):
+        if any(t is not leaf for t, leaf in zip(
+                converted, nest.flatten(value, expand_composites=True))):
             # The trace must see tensors, not the Python values of this first call.
-            arguments[name] = nest.pack_sequence_as(value, converted)
+            arguments[name] = nest.pack_sequence_as(value, converted, expand_composites=True)
     return (tuple(paths), tuple(leaves)), flat_tensors
+
+
+def _check_composite(name, path, value, spec):
+    """A composite spec (RaggedTensorSpec) takes only a value it describes, and a TensorSpec
+    takes no composite value: their components would not line up."""
+    where = "`%s`" % "".join([str(name)] + ["[%r]" % (p,) for p in path])
+    spec_composite = getattr(spec, "_nest_composite", False)
+    value_composite = getattr(value, "_nest_composite", False)
+    if spec_composite and not spec.is_compatible_with(value):
+        raise TypeError(
+            "Argument %s is %s, which is not compatible with its input_signature %r. Pass a "
+            "value of that type (a RaggedTensor with the same dtype and ragged_rank) or "
+            "change the signature." % (where, _short(value), spec))
+    if value_composite and not spec_composite:
+        raise TypeError(
+            "Argument %s is a %s, but its input_signature is %r. Use a %sSpec in the "
+            "signature or convert the value (e.g. RaggedTensor.to_tensor())."
+            % (where, type(value).__name__, spec, type(value).__name__))
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) < 80 else text[:77] + "..."

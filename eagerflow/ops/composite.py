@@ -5,7 +5,10 @@ accept RaggedTensors, as TF's dispatch lets them; ``gather`` also accepts a Shar
 (a variable split across parameter servers), which gathers from each shard where it lives.
 The composite type registers its implementation here (``register``), from its own module
 above the ops; the public function asks for it (``handler``) only when an argument is not a
-plain Tensor, so the common path pays nothing.
+plain Tensor, so the common path pays nothing. Elementwise primitives
+(``Primitive.elementwise``: the unary and binary families, cast, the per-string ops) need no
+public-function code: the dispatcher hands a call with a RaggedTensor argument to the
+``"elementwise"`` handler, which runs the op on the flat values.
 
 Example:
     >>> import eagerflow as ef

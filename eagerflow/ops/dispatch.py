@@ -22,6 +22,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.ops import composite
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
 
 __all__ = ["execute", "set_tape_recorder", "copy_to_device", "convert_inputs", "check_dtypes",
@@ -159,6 +160,11 @@ def _scalar(prim, value, np_dtype, device):
 
 
 def _execute_general(prim, args, attrs):
+    if prim.elementwise:
+        for a in args:
+            if a.__class__ is not Tensor and getattr(a, "_is_ragged", False):
+                # A RaggedTensor argument: the op runs on its flat values (ops.composite).
+                return composite.handler("elementwise", a)(prim, args, attrs)
     st = _state
     if st.trace is not None:
         return st.trace(prim, args, attrs)

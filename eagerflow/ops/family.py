@@ -174,6 +174,7 @@ def unary(name, forward, *, dtypes=FLOAT_COMPLEX, out_dtype=None, reference=None
         name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
         saves=saves, family=kwargs.pop("family", "math"), **kwargs)
     prim.domain = ("unary", domain, None)
+    prim.elementwise = True
     return prim
 
 
@@ -189,6 +190,7 @@ def binary(name, forward, *, dtypes=NUMERIC, out_dtype=None, reference=None,
         name, forward, dtypes=dtypes, shape_fn=shape_fn, reference=reference, vjp=vjp,
         saves=saves, family=kwargs.pop("family", "math"), **kwargs)
     prim.domain = ("binary", domain, domain_y or domain)
+    prim.elementwise = True
     return prim
 
 

@@ -108,6 +108,9 @@ class Primitive:
         vjp_skips: True when the gradient rule accepts ``skip=(bool, ...)``, marking inputs
             whose gradient nobody needs, so it can avoid computing them (a matmul's gradient
             for a constant operand is a whole matmul).
+        elementwise: True for a single-output op applied value by value (the unary and
+            binary families, cast, the per-string ops): it runs on a RaggedTensor's flat
+            values (see ``ops.composite``). Set after declaration, like ``domain``.
         static_kernel: Optional ``static_kernel(xp, avals, attrs) -> kernel or None``: a
             kernel for inputs of these abstract values (ranks known, dimensions possibly
             None), with the attrs bound (called with the inputs only), or None when the
@@ -130,7 +133,7 @@ class Primitive:
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
         "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "static_kernel",
-        "gpu_expr", "cost", "__weakref__",
+        "gpu_expr", "cost", "elementwise", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
@@ -159,6 +162,7 @@ class Primitive:
         self.bad_samples = bad_samples
         self.grad_samples = grad_samples
         self.domain = None  # value range of elementwise families, for property-based tests
+        self.elementwise = False
         self.vjp_skips = vjp_skips
         self.static_kernel = static_kernel
         self.gpu_expr = gpu_expr

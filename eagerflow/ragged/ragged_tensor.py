@@ -21,6 +21,7 @@ from eagerflow import errors
 from eagerflow.ops.ragged.ragged_ops import ragged_to_dense
 from eagerflow import _api as api
 from eagerflow import math as segments
+from eagerflow.ops.dispatch import execute
 from eagerflow.ops.math.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
@@ -47,6 +48,19 @@ class RaggedTensor:
     """
 
     _is_ragged = True
+    # A composite for tracing (see eagerflow.nest): a @function takes a RaggedTensor apart
+    # into its flat values and row splits, gives each a placeholder and rebuilds it inside.
+    _nest_composite = True
+
+    def _composite_components(self):
+        return (self.flat_values,) + self.nested_row_splits
+
+    def _from_components(self, components):
+        flat, *splits = components
+        result = flat
+        for s in reversed(splits):
+            result = RaggedTensor(result, s, _internal=True)
+        return result
 
     def __init__(self, values, row_splits, _internal=False):
         if not _internal:
@@ -68,7 +82,7 @@ class RaggedTensor:
         """
         values = values if isinstance(values, RaggedTensor) else convert_to_tensor(values)
         splits = _splits(row_splits, "row_splits")
-        if validate and isinstance(splits, Tensor) and hasattr(splits, "_value"):
+        if validate and splits.__class__ is Tensor:  # eager: values to check (not traced)
             s = np.asarray(splits._value)
             nvals = _nrows_of(values)
             if s.size == 0 or s[0] != 0 or np.any(np.diff(s) < 0) or (
@@ -221,9 +235,18 @@ class RaggedTensor:
         return tuple(s[1:] - s[:-1] for s in self.nested_row_splits)
 
     def value_rowids(self, name=None):
-        """The row of each value of the outermost level."""
-        lengths = np.asarray(self.row_lengths()._value)
-        return convert_to_tensor(np.repeat(np.arange(lengths.size, dtype=np.int64), lengths))
+        """The row of each value of the outermost level.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.ragged.constant([[1, 2], [], [3]]).value_rowids().numpy().tolist()
+            [0, 0, 2]
+        """
+        # Value j lies in the row whose end is the first split above j: a search over the
+        # splits, which traces (a symbolic tensor has no values to repeat).
+        splits = self._row_splits
+        return api.searchsorted(splits[1:], api.range(splits[-1], dtype=d.int64),
+                                side="right", out_type=d.int64)
 
     def with_values(self, new_values):
         """The same outer partition over other values."""
@@ -305,6 +328,72 @@ class RaggedTensor:
             if isinstance(self._values, RaggedTensor) else self._values
         return ragged_to_dense(values, self._row_splits, default_value, widths[0])
 
+    @classmethod
+    def from_sparse(cls, st_input, name=None, row_splits_dtype=d.int64):
+        """The RaggedTensor of a rank-2 SparseTensor whose rows fill their leftmost columns
+        (``tf.RaggedTensor.from_sparse``): what a batch of ``VarLenFeature`` parses to.
+
+        Raises:
+            InvalidArgumentError: If the SparseTensor is not rank 2, not in row-major order,
+                or a row has a gap (it is not "ragged-right").
+
+        Example:
+            >>> import eagerflow as ef
+            >>> st = ef.SparseTensor([[0, 0], [0, 1], [2, 0]], [1, 2, 3], [3, 5])
+            >>> ef.RaggedTensor.from_sparse(st).to_list()
+            [[1, 2], [], [3]]
+        """
+        idx = np.asarray(st_input.indices._value)
+        shape = np.asarray(st_input.dense_shape._value)
+        if shape.size != 2:
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensorFromSparse", "from_sparse needs a rank-2 SparseTensor, got "
+                "rank %d." % shape.size)
+        rows = idx[:, 0] if idx.size else np.zeros(0, np.int64)
+        lengths = np.bincount(rows, minlength=int(shape[0]))[:int(shape[0])].astype(np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths.size else lengths
+        expect_cols = np.arange(len(rows)) - np.repeat(starts, lengths)
+        if idx.size and (np.any(np.diff(rows) < 0) or not np.array_equal(idx[:, 1],
+                                                                          expect_cols)):
+            raise errors.InvalidArgumentError(
+                None, "RaggedTensorFromSparse", "from_sparse needs indices in row-major order "
+                "with each row's values in its leftmost columns (ragged-right); reorder with "
+                "tf.sparse.reorder, or densify with tf.sparse.to_dense.")
+        return cls.from_row_lengths(st_input.values, lengths)
+
+    def to_sparse(self, name=None):
+        """The SparseTensor of this RaggedTensor (``tf.RaggedTensor.to_sparse``): each value at
+        its row and position, the dense shape the bounding shape.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> st = ef.ragged.constant([[1, 2], [], [3]]).to_sparse()
+            >>> st.indices.numpy().tolist(), st.dense_shape.numpy().tolist()
+            ([[0, 0], [0, 1], [2, 0]], [3, 2])
+        """
+        from eagerflow.sparse.sparse_tensor import SparseTensor
+
+        columns = []
+        # The index of every flat value at each ragged level, outermost first.
+        splits = [np.asarray(s._value) for s in self.nested_row_splits]
+        n = int(splits[-1][-1])
+        position = np.arange(n, dtype=np.int64)
+        for s in reversed(splits):
+            rows = np.searchsorted(s[1:], position, side="right").astype(np.int64)
+            columns.insert(0, position - s[rows])
+            position = rows
+        columns.insert(0, position)
+        flat = self.flat_values
+        inner = flat.shape.as_list()[1:]
+        indices = np.stack(columns, 1)
+        if inner:
+            grid = np.indices(inner).reshape(len(inner), -1).T
+            indices = np.concatenate([np.repeat(indices, len(grid), 0),
+                                      np.tile(grid, (len(indices), 1))], 1)
+            flat = api.reshape(flat, [-1])
+        shape = np.asarray(self.bounding_shape()._value, np.int64)
+        return SparseTensor(indices, flat, shape)
+
     def to_list(self):
         """Nested Python lists of the values."""
         flat = self.flat_values.numpy()
@@ -379,10 +468,11 @@ class RaggedTensor:
             return self.with_flat_values(fn(self.flat_values, other.flat_values))
         other = convert_to_tensor(other, dtype=self.dtype) if not isinstance(other, Tensor) \
             else other
-        if other.ndim:
+        if other.ndim > self.flat_values.ndim - 1:
             raise errors.UnimplementedError(
                 None, "RaggedTensor", "broadcasting a dense tensor of shape %s against a "
-                "RaggedTensor is not supported; use a scalar or a RaggedTensor." % other.shape)
+                "RaggedTensor of shape %s is not supported; use a scalar, a tensor over the "
+                "uniform inner dimensions, or a RaggedTensor." % (other.shape, self.shape))
         return self.with_flat_values(fn(self.flat_values, other))
 
     def __add__(self, o):
@@ -409,6 +499,42 @@ class RaggedTensor:
     def __neg__(self):
         return self.with_flat_values(-self.flat_values)
 
+    def __abs__(self):
+        return self.with_flat_values(abs(self.flat_values))
+
+    def __invert__(self):
+        return self.with_flat_values(~self.flat_values)
+
+    def __floordiv__(self, o):
+        return self._binary(o, lambda a, b: a // b)
+
+    def __mod__(self, o):
+        return self._binary(o, lambda a, b: a % b)
+
+    def __pow__(self, o):
+        return self._binary(o, lambda a, b: a ** b)
+
+    def __rtruediv__(self, o):
+        return self._binary(o, lambda a, b: b / a)
+
+    def __lt__(self, o):
+        return self._binary(o, lambda a, b: a < b)
+
+    def __le__(self, o):
+        return self._binary(o, lambda a, b: a <= b)
+
+    def __gt__(self, o):
+        return self._binary(o, lambda a, b: a > b)
+
+    def __ge__(self, o):
+        return self._binary(o, lambda a, b: a >= b)
+
+    def __and__(self, o):
+        return self._binary(o, lambda a, b: a & b)
+
+    def __or__(self, o):
+        return self._binary(o, lambda a, b: a | b)
+
     def __eq__(self, o):
         return self._binary(o, api.equal)
 
@@ -420,8 +546,19 @@ class RaggedTensor:
 
 def _same_partitions(a, b):
     sa, sb = a.nested_row_splits, b.nested_row_splits
-    return len(sa) == len(sb) and all(
-        np.array_equal(np.asarray(x._value), np.asarray(y._value)) for x, y in zip(sa, sb))
+    if len(sa) != len(sb):
+        return False
+    for x, y in zip(sa, sb):
+        if x is y:
+            continue  # one partition shared (with_flat_values results): no values to read
+        if not (hasattr(x, "_value") and hasattr(y, "_value")):
+            raise errors.UnimplementedError(
+                None, "RaggedTensor", "while tracing, element-wise ops on two RaggedTensors "
+                "need the same row_splits tensors (build one from the other with "
+                "with_flat_values); their values cannot be compared in a graph.")
+        if not np.array_equal(np.asarray(x._value), np.asarray(y._value)):
+            return False
+    return True
 
 
 def _nrows_of(values):
@@ -600,11 +737,29 @@ def gather(params, indices, name=None):
 class RaggedTensorSpec:
     """The type of a RaggedTensor (``tf.RaggedTensorSpec``): shape, dtype, ragged rank.
 
+    It describes ``@function`` arguments (in ``input_signature``) and dataset elements
+    (``Dataset.element_spec``). As in TF, a spec of ragged rank 0 describes a value that is a
+    dense Tensor: what ``from_tensor_slices`` of a RaggedTensor with ragged rank 1 yields.
+
+    Args:
+        shape: The static shape: rows, then ``None`` for each ragged dimension, then the
+            inner dense dimensions.
+        dtype: The dtype of the values.
+        ragged_rank: The number of ragged dimensions (default: rank - 1).
+        row_splits_dtype: int64 or int32 (recorded; row splits are held as int64).
+        flat_values_spec: Unused (TF compatibility).
+
     Example:
         >>> import eagerflow as ef
         >>> ef.RaggedTensorSpec([None, None], ef.int32).ragged_rank
         1
+        >>> ef.RaggedTensorSpec.from_value(ef.ragged.constant([[1], [2, 3]]))
+        RaggedTensorSpec(TensorShape([2, None]), tf.int32, 1, tf.int64)
     """
+
+    # A composite (see eagerflow.nest): its components are the specs of the flat values and
+    # of each level's row splits, and it builds a RaggedTensor from tensors of those specs.
+    _nest_composite = True
 
     def __init__(self, shape=None, dtype=d.float32, ragged_rank=None,
                  row_splits_dtype=d.int64, flat_values_spec=None):
@@ -613,23 +768,90 @@ class RaggedTensorSpec:
         rank = self.shape.rank
         self.ragged_rank = (rank - 1 if rank is not None else 1) if ragged_rank is None \
             else int(ragged_rank)
+        if self.ragged_rank < 0 or rank is not None and self.ragged_rank >= max(rank, 1):
+            raise ValueError("RaggedTensorSpec: ragged_rank must be in [0, rank - 1] for a "
+                             "shape of rank %s, got %d." % (rank, self.ragged_rank))
         self.row_splits_dtype = d.as_dtype(row_splits_dtype)
+        if self.row_splits_dtype not in (d.int64, d.int32):
+            raise ValueError("RaggedTensorSpec: row_splits_dtype must be int32 or int64, got "
+                             "%s." % self.row_splits_dtype.name)
+
+    @classmethod
+    def from_value(cls, value):
+        """The spec of a RaggedTensor (its static shape, dtype and ragged rank)."""
+        if not isinstance(value, RaggedTensor):
+            raise TypeError("RaggedTensorSpec.from_value expects a RaggedTensor, got %s."
+                            % type(value).__name__)
+        return cls(value.shape, value.dtype, value.ragged_rank)
+
+    @property
+    def value_type(self):
+        return RaggedTensor if self.ragged_rank else Tensor
+
+    def _composite_components(self):
+        from eagerflow.tensor_shape import TensorSpec
+
+        dims = self.shape.as_list() if self.shape.rank is not None else None
+        flat = TensorSpec(None if dims is None else [None] + dims[self.ragged_rank + 1:],
+                          self.dtype)
+        if not self.ragged_rank:
+            return (TensorSpec(self.shape, self.dtype),)
+        outer = dims[0] if dims else None
+        splits = [TensorSpec([None if outer is None else outer + 1], d.int64)]
+        splits += [TensorSpec([None], d.int64)] * (self.ragged_rank - 1)
+        return (flat,) + tuple(splits)
+
+    def _from_components(self, components):
+        flat, *splits = components
+        result = flat
+        for s in reversed(splits):
+            result = RaggedTensor(result, s, _internal=True)
+        return result
 
     def is_compatible_with(self, value):
+        """True for a value (or spec) of this dtype, ragged rank and a compatible shape."""
+        if isinstance(value, RaggedTensorSpec):
+            return value.dtype is self.dtype and value.ragged_rank == self.ragged_rank \
+                and self.shape.is_compatible_with(value.shape)
+        if not self.ragged_rank:
+            return isinstance(value, Tensor) and value.dtype is self.dtype and \
+                self.shape.is_compatible_with(value.shape)
         return isinstance(value, RaggedTensor) and value.dtype is self.dtype and \
             value.ragged_rank == self.ragged_rank and self.shape.is_compatible_with(value.shape)
 
+    def most_specific_compatible_type(self, other):
+        """The spec that accepts values of both (unknown dims where they differ).
+
+        Raises:
+            TypeError: If the dtypes or ragged ranks differ.
+        """
+        if not isinstance(other, RaggedTensorSpec) or other.dtype is not self.dtype or \
+                other.ragged_rank != self.ragged_rank:
+            raise TypeError("No spec is compatible with both %r and %r." % (self, other))
+        return RaggedTensorSpec(self.shape.most_specific_compatible_shape(other.shape),
+                                self.dtype, self.ragged_rank, self.row_splits_dtype)
+
+    def _batch(self, batch_size):
+        """The spec of ``batch_size`` such values stacked (one more ragged dimension)."""
+        dims = [None] if self.shape.rank is None else self.shape.as_list()
+        return RaggedTensorSpec([batch_size] + dims, self.dtype, self.ragged_rank + 1,
+                                self.row_splits_dtype)
+
+    def _unbatch(self):
+        """The spec of one row of such a value (one ragged dimension fewer)."""
+        return RaggedTensorSpec(self.shape[1:], self.dtype, self.ragged_rank - 1,
+                                self.row_splits_dtype)
+
     def __repr__(self):
-        return "RaggedTensorSpec(TensorShape(%s), tf.%s, %d, tf.int64)" % (
+        return "RaggedTensorSpec(TensorShape(%s), tf.%s, %d, tf.%s)" % (
             self.shape.as_list() if self.shape.rank is not None else None, self.dtype.name,
-            self.ragged_rank)
+            self.ragged_rank, self.row_splits_dtype.name)
 
     def __eq__(self, other):
         return isinstance(other, RaggedTensorSpec) and repr(self) == repr(other)
 
     def __hash__(self):
         return hash(repr(self))
-
 
 
 # -- tf.concat / stack / gather / reductions on RaggedTensors ----------------------------------
@@ -657,6 +879,17 @@ def _reduce(kind):
             raise errors.UnimplementedError(
                 None, "RaggedReduce", "ragged reductions support ragged_rank 1 over axis 0 or "
                 "1, got ragged_rank %d, axis %d." % (rt.ragged_rank, axis))
+        if axis == 1 and rt.shape[0] is None:
+            # Traced with an unknown number of rows (a RaggedTensorSpec signature): segment
+            # ops need a static count, so reduce the padded rows, padding neutral.
+            if kind in ("sum", "mean"):
+                total = api.reduce_sum(rt.to_tensor(), 1)
+                if kind == "sum":
+                    return total
+                lengths = api.cast(rt.row_lengths(), flat.dtype)
+                return total / api.reshape(lengths, [-1] + [1] * (flat.ndim - 1))
+            pad = flat.dtype.min if kind == "max" else flat.dtype.max
+            return getattr(api, "reduce_" + kind)(rt.to_tensor(default_value=pad), 1)
         if axis == 1:
             ids = rt.value_rowids()
             n = len(rt)
@@ -679,9 +912,37 @@ def _reduce(kind):
     return reduce
 
 
+def _elementwise(prim, args, attrs):
+    """An elementwise primitive with RaggedTensor arguments, run on their flat values (TF's
+    ragged dispatch). Other arguments must broadcast against the flat values: scalars, or
+    dense tensors no deeper than the ragged tensor's inner (uniform) dimensions."""
+    template = next(a for a in args if isinstance(a, RaggedTensor))
+    flat = template.flat_values
+    inner = flat.ndim - 1
+    out = []
+    for a in args:
+        if isinstance(a, RaggedTensor):
+            if a is not template and not _same_partitions(template, a):
+                raise errors.InvalidArgumentError(
+                    None, prim.name, "%s: the RaggedTensor arguments have different row "
+                    "partitions; element-wise ops need the same row_splits." % prim.name)
+            out.append(a.flat_values)
+            continue
+        rank = len(getattr(a, "shape", ())) if hasattr(a, "shape") else np.ndim(a)
+        if rank > inner:
+            raise errors.UnimplementedError(
+                None, prim.name, "%s: broadcasting a dense argument of rank %d against a "
+                "RaggedTensor with %d uniform inner dimension(s) is not supported; use a "
+                "scalar, a RaggedTensor with the same row partitions, or "
+                "RaggedTensor.to_tensor() first." % (prim.name, rank, inner))
+        out.append(a)
+    return template.with_flat_values(execute(prim, tuple(out), attrs))
+
+
 def _register():
     from eagerflow.ops import composite
 
+    composite.register("elementwise", _elementwise)
     composite.register("concat", concat)
     composite.register("stack", stack)
     composite.register("gather", _dispatch_gather)

@@ -20,7 +20,7 @@ from eagerflow import _api as api
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.math import unsorted_segment_sum
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
 
 __all__ = ["SparseTensor", "SparseTensorSpec", "to_dense", "from_dense", "add", "reorder",
@@ -42,6 +42,15 @@ class SparseTensor:
     Raises:
         InvalidArgumentError: If the pieces do not fit together or an index is out of range.
     """
+
+    _is_sparse = True
+
+    @classmethod
+    def _from_parts(cls, indices, values, dense_shape):
+        """A SparseTensor of three int64/value tensors, unchecked (symbolic ones included)."""
+        out = cls.__new__(cls)
+        out.indices, out.values, out.dense_shape = indices, values, dense_shape
+        return out
 
     def __init__(self, indices, values, dense_shape):
         self.indices = api.cast(convert_to_tensor(indices, dtype_hint=d.int64), d.int64)
@@ -69,7 +78,15 @@ class SparseTensor:
 
     @property
     def shape(self):
-        return TensorShape([int(s) for s in _host(self.dense_shape)])
+        """The static shape: dense_shape's values when known (eagerly), else its rank."""
+        if self.dense_shape.__class__ is Tensor:
+            return TensorShape([int(s) for s in _host(self.dense_shape)])
+        rank = self.dense_shape.shape[0]
+        return TensorShape(None if rank is None else [None] * rank)
+
+    @property
+    def ndim(self):
+        return self.shape.rank
 
     @classmethod
     def from_value(cls, value):
@@ -94,12 +111,43 @@ class SparseTensorSpec:
         self.shape = TensorShape(shape)
         self.dtype = d.as_dtype(dtype)
 
+    @classmethod
+    def from_value(cls, value):
+        """The spec of a SparseTensor."""
+        return cls(value.shape, value.dtype)
+
+    @property
+    def value_type(self):
+        return SparseTensor
+
     def is_compatible_with(self, value):
+        """True for a SparseTensor (or spec) of this dtype and a compatible shape."""
+        if isinstance(value, SparseTensorSpec):
+            return value.dtype is self.dtype and self.shape.is_compatible_with(value.shape)
         return isinstance(value, SparseTensor) and value.dtype is self.dtype and \
             self.shape.is_compatible_with(value.shape)
 
+    def most_specific_compatible_type(self, other):
+        """The spec that accepts values of both (unknown dims where they differ).
+
+        Raises:
+            TypeError: If the dtypes differ or ``other`` is not a SparseTensorSpec.
+        """
+        if not isinstance(other, SparseTensorSpec) or other.dtype is not self.dtype:
+            raise TypeError("No spec is compatible with both %r and %r." % (self, other))
+        return SparseTensorSpec(self.shape.most_specific_compatible_shape(other.shape),
+                                self.dtype)
+
+    def _batch(self, batch_size):
+        dims = None if self.shape.rank is None else [batch_size] + self.shape.as_list()
+        return SparseTensorSpec(dims, self.dtype)
+
+    def _unbatch(self):
+        return SparseTensorSpec(self.shape[1:], self.dtype)
+
     def __repr__(self):
-        return "SparseTensorSpec(%s, tf.%s)" % (self.shape, self.dtype.name)
+        return "SparseTensorSpec(TensorShape(%s), tf.%s)" % (
+            self.shape.as_list() if self.shape.rank is not None else None, self.dtype.name)
 
     def __eq__(self, other):
         return isinstance(other, SparseTensorSpec) and repr(self) == repr(other)
@@ -126,6 +174,8 @@ def to_dense(sp_input, default_value=None, validate_indices=True, name=None):
             raise errors.InvalidArgumentError(
                 None, "SparseToDense", "to_dense: indices contain duplicates.")
     shape = [int(s) for s in _host(sp_input.dense_shape)]
+    if 0 in shape:  # nothing to scatter (an empty VarLenFeature row): the empty tensor
+        return convert_to_tensor(np.zeros(shape, sp_input.dtype.np_dtype))
     dense = api.scatter_nd(sp_input.indices, sp_input.values, shape)
     if default_value is None or (default_value == 0 and sp_input.dtype is not d.string):
         if sp_input.dtype is d.string:

@@ -270,33 +270,50 @@ class CategoryEncoding(Layer):
 
 
 class Hashing(Layer):
-    """Hashes values into ``num_bins`` with FarmHash Fingerprint64, as Keras does.
+    """Hashes values into ``num_bins`` buckets, as Keras does.
 
-    Integers are hashed as their decimal strings (Keras converts them with as_string).
-    ``mask_value``, if given, maps to 0 and the other values to ``[1, num_bins)``.
+    Without ``salt`` the hash is FarmHash Fingerprint64 (``tf.strings.to_hash_bucket_fast``);
+    with one it is SipHash-2-4 keyed by the salt (``tf.strings.to_hash_bucket_strong``), so
+    the buckets depend on a secret. Numbers are hashed as their decimal strings (Keras
+    converts them with ``as_string``). ``mask_value``, if given, maps to 0 and the other
+    values to ``[1, num_bins)``.
+
+    Args:
+        num_bins: The number of buckets, the mask bucket included.
+        mask_value: A value that maps to bucket 0 (None: no mask).
+        salt: None, an integer (used as both key words, as Keras does) or two integers:
+            the 128-bit SipHash key.
+        output_mode: ``"int"``, ``"one_hot"``, ``"multi_hot"`` or ``"count"``.
+        sparse: Unused (dense outputs only).
+
+    Example:
+        >>> import eagerflow as ef
+        >>> layer = ef.keras.layers.Hashing(num_bins=3, salt=133)
+        >>> layer([["A"], ["B"], ["C"]]).numpy().ravel().tolist()  # TF gives the same
+        [0, 0, 2]
     """
 
     def __init__(self, num_bins, mask_value=None, salt=None, output_mode="int",
                  sparse=False, **kwargs):
         super().__init__(**kwargs)
-        if salt is not None:
-            raise errors.UnimplementedError(
-                None, "Hashing", "Hashing: salt (SipHash, to_hash_bucket_strong) is not "
-                "implemented; use salt=None.")
         self.num_bins = int(num_bins)
         self.mask_value = mask_value
+        self.salt = _salt_key(salt)
         self.output_mode = output_mode
 
     def call(self, inputs):
-        x = ef.convert_to_tensor(inputs)
-        if x.dtype is not ef.string:
-            x = ef.strings.as_string(x)
-        if self.mask_value is None:
-            out = ef.strings.to_hash_bucket_fast(x, self.num_bins)
+        values = ef.convert_to_tensor(inputs)
+        masked = self.mask_value is not None and self.num_bins > 1
+        if masked:  # compared before hashing, in the input's own dtype (as Keras)
+            mask = ef.equal(values, ef.constant(self.mask_value, dtype=values.dtype))
+        x = values if values.dtype is ef.string else ef.strings.as_string(values)
+        bins = self.num_bins - 1 if masked else self.num_bins
+        if self.salt is None:
+            out = ef.strings.to_hash_bucket_fast(x, bins)
         else:
-            hashed = ef.strings.to_hash_bucket_fast(x, self.num_bins - 1) + 1
-            mask = ef.equal(x, str(self.mask_value))
-            out = ef.where(mask, ef.zeros_like(hashed), hashed)
+            out = ef.strings.to_hash_bucket_strong(x, bins, key=self.salt)
+        if masked:
+            out = ef.where(mask, ef.zeros_like(out), out + 1)
         if self.output_mode == "int":
             return out
         return _encode(out, self.num_bins, self.output_mode)
@@ -304,8 +321,24 @@ class Hashing(Layer):
     def get_config(self):
         config = super().get_config()
         config.update({"num_bins": self.num_bins, "mask_value": self.mask_value,
+                       "salt": None if self.salt is None else list(self.salt),
                        "output_mode": self.output_mode})
         return config
+
+
+def _salt_key(salt):
+    """Keras's rule: an integer salt is both SipHash key words; two integers are the key."""
+    if salt is None:
+        return None
+    if isinstance(salt, (bool, np.bool_)):
+        salt = None
+    elif isinstance(salt, (int, np.integer)):
+        return (int(salt), int(salt))
+    elif isinstance(salt, (list, tuple)) and len(salt) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in salt):
+        return (int(salt[0]), int(salt[1]))
+    raise ValueError("Hashing: `salt` must be None, an integer or a list of 2 integers, got "
+                     "%r." % (salt,))
 
 
 class _Docs:

@@ -65,6 +65,7 @@ CAST = registry.primitive(
     sweep_dtypes=(d.float32, d.float64, d.int32),
     shape_fn=lambda x, *, dtype: AbstractValue(x.shape, d.as_dtype(dtype)), family="math",
     gpu_expr=(GPU_ANY, None))
+CAST.elementwise = True
 
 
 def cast(x, dtype, name=None):

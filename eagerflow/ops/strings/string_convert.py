@@ -12,7 +12,7 @@ from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.strings.string_ops import _values
 from eagerflow.ops.strings.string_ops import (
     STRING,
     _SWEEP,
@@ -21,6 +21,9 @@ from eagerflow.ops.strings.string_ops import (
 
 __all__ = ["to_number", "string_to_number", "as_string"]
 
+
+# Loaded on first use (eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
 
 EXPORTS = {
     "": ["as_string"],
@@ -87,7 +90,7 @@ def to_number(input, out_type=d.float32, name=None):  # noqa: A002
         raise errors.InvalidArgumentError(
             None, "StringToNumber", "to_number: out_type must be one of %s, got %s."
             % (", ".join(_NUMBER_TYPES), out_type.name))
-    return execute(TO_NUMBER, (convert_to_tensor(input),), {"out_type": out_type.name})
+    return execute(TO_NUMBER, (_values(input),), {"out_type": out_type.name})
 
 
 string_to_number = to_number
@@ -166,7 +169,7 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1,  
         >>> ef.strings.as_string([1.5, 2.0], precision=1).numpy().tolist()
         [b'1.5', b'2.0']
     """
-    x = convert_to_tensor(input)
+    x = _values(input)
     if x.dtype is d.string:
         raise errors.InvalidArgumentError(
             None, "AsString", "as_string needs a numeric or bool tensor, got a string tensor.")
@@ -176,3 +179,8 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1,  
     return execute(AS_STRING, (x,), {"precision": int(precision), "scientific": bool(scientific),
                                      "shortest": bool(shortest), "width": int(width),
                                      "fill": str(fill)})
+
+
+# Run on a RaggedTensor's flat values (see eagerflow.ops.composite).
+for _prim in (TO_NUMBER, AS_STRING,):
+    _prim.elementwise = True

@@ -16,6 +16,9 @@ from eagerflow.tensor import convert_to_tensor
 __all__ = ["format"]
 
 
+# Loaded on first use (eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
+
 EXPORTS = {
     "strings": ["format"],
 }

@@ -13,7 +13,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import string_values
 from eagerflow.ops.strings.fingerprint import fingerprint64
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.strings.string_ops import _values
 from eagerflow.ops.strings.string_ops import (
     STRING,
     _SWEEP,
@@ -22,6 +22,9 @@ from eagerflow.ops.strings.string_ops import (
 
 __all__ = ["to_hash_bucket_fast"]
 
+
+# Loaded on first use (eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
 
 EXPORTS = {
     "strings": ["to_hash_bucket_fast"],
@@ -63,5 +66,10 @@ def to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     if int(num_buckets) < 1:
         raise errors.InvalidArgumentError(
             None, "StringToHashBucketFast", "num_buckets must be >= 1, got %r." % num_buckets)
-    return execute(HASH_BUCKET_FAST, (convert_to_tensor(input),),
+    return execute(HASH_BUCKET_FAST, (_values(input),),
                    {"num_buckets": int(num_buckets)})
+
+
+# Run on a RaggedTensor's flat values (see eagerflow.ops.composite).
+for _prim in (HASH_BUCKET_FAST,):
+    _prim.elementwise = True

@@ -22,6 +22,9 @@ from eagerflow.ops.strings.string_ops import (
 __all__ = ["join", "reduce_join"]
 
 
+# Loaded on first use (eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
+
 EXPORTS = {
     "strings": ["join", "reduce_join"],
 }

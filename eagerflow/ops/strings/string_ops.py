@@ -21,22 +21,17 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.ops.math import (  # noqa: F401 - the structural ops' families, loaded before use
-    arithmetic, broadcast,
-)
-from eagerflow.ops.array import (  # noqa: F401 - the structural ops' families, loaded before use
-    creation_ops, join_ops, reshape_ops, shape_ops, slicing, tile_repeat_ops,
-)
-from eagerflow.ops.indexing import (  # noqa: F401 - the structural ops' families, loaded before use
-    gather_ops, index_nd_ops, mask_ops, search_ops,
-)
-from eagerflow.ops import registry  # noqa: F401 - the structural ops' families, loaded before use
+from eagerflow.ops import registry
+from eagerflow.ops.strings import structural  # noqa: F401 - strings in the structural ops
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import broadcast_shapes, string_values
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["length", "lower", "upper", "strip", "substr"]
+
+# Loaded on first use (eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
 
 EXPORTS = {
     "strings": ["length", "lower", "upper", "strip", "substr"],
@@ -45,15 +40,14 @@ EXPORTS = {
 STRING = (d.string,)
 _SWEEP = (d.string,)
 
-# Ops that move elements without reading them accept strings, as in TF. They are declared
-# in their own families for numbers and bools; strings are added here, in one place.
-_STRUCTURAL = ("SelectV2", "BroadcastTo", "Fill", "GatherV2", "GatherNd", "ConcatV2",
-               "SplitV", "Split", "Pack", "Unpack", "BooleanMask", "Reshape", "Transpose",
-               "ExpandDims", "Squeeze", "Unique", "Identity", "Shape", "Size", "Rank",
-               "EnsureShape", "StridedSlice", "Tile", "ReverseV2", "TensorScatterUpdate",
-               "ScatterNd")
-for _name in _STRUCTURAL:
-    registry.add_dtypes(registry.get(_name), STRING)
+
+def _values(x):
+    """The input of a per-string op: a RaggedTensor passes through (the dispatcher runs the
+    op on its flat values), anything else becomes a Tensor."""
+    if x.__class__ is not Tensor and getattr(x, "_is_ragged", False):
+        return x
+    return convert_to_tensor(x)
+
 
 
 def _as_bytes(value, what):
@@ -246,7 +240,7 @@ def length(input, unit="BYTE", name=None):  # noqa: A002
         [3, 4]
     """
     _check_unit(unit, "StringLength")
-    return execute(LENGTH, (convert_to_tensor(input),), {"unit": unit})
+    return execute(LENGTH, (_values(input),), {"unit": unit})
 
 
 def lower(input, encoding="", name=None):  # noqa: A002
@@ -257,7 +251,7 @@ def lower(input, encoding="", name=None):  # noqa: A002
         >>> ef.strings.lower("HeLLo").numpy()
         b'hello'
     """
-    x = convert_to_tensor(input)
+    x = _values(input)
     if encoding:
         return execute(UNICODE_CASE, (x,), {"upper": False})
     return execute(LOWER, (x,))
@@ -271,7 +265,7 @@ def upper(input, encoding="", name=None):  # noqa: A002
         >>> ef.strings.upper("HeLLo").numpy()
         b'HELLO'
     """
-    x = convert_to_tensor(input)
+    x = _values(input)
     if encoding:
         return execute(UNICODE_CASE, (x,), {"upper": True})
     return execute(UPPER, (x,))
@@ -302,4 +296,9 @@ def strip(input, name=None):  # noqa: A002
         >>> ef.strings.strip(["  a b\\n"]).numpy().tolist()
         [b'a b']
     """
-    return execute(STRIP, (convert_to_tensor(input),))
+    return execute(STRIP, (_values(input),))
+
+
+# The per-string ops run on a RaggedTensor's flat values (see eagerflow.ops.composite).
+for _prim in (LENGTH, LOWER, UPPER, STRIP, UNICODE_CASE):
+    _prim.elementwise = True

@@ -13,7 +13,7 @@ from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.strings.string_ops import _values
 from eagerflow.ops.strings.string_ops import (
     STRING,
     _SWEEP,
@@ -24,6 +24,9 @@ from eagerflow.ops.strings.string_ops import (
 
 __all__ = ["regex_full_match", "regex_replace"]
 
+
+# Loaded on first use (eagerflow.strings): not by ``import eagerflow``.
+LAZY = True
 
 EXPORTS = {
     "strings": ["regex_full_match", "regex_replace"],
@@ -73,7 +76,7 @@ def regex_full_match(input, pattern, name=None):  # noqa: A002
         >>> ef.strings.regex_full_match(["ab1", "abc"], "[a-z]+").numpy().tolist()
         [False, True]
     """
-    return execute(REGEX_FULL_MATCH, (convert_to_tensor(input),),
+    return execute(REGEX_FULL_MATCH, (_values(input),),
                    {"pattern": _as_bytes(pattern, "pattern")})
 
 
@@ -110,7 +113,12 @@ def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # n
         >>> ef.strings.regex_replace("a1b22", r"\\d+", "#").numpy()
         b'a#b#'
     """
-    return execute(REGEX_REPLACE, (convert_to_tensor(input),),
+    return execute(REGEX_REPLACE, (_values(input),),
                    {"pattern": _as_bytes(pattern, "pattern"),
                     "rewrite": _as_bytes(rewrite, "rewrite"),
                     "replace_global": bool(replace_global)})
+
+
+# Run on a RaggedTensor's flat values (see eagerflow.ops.composite).
+for _prim in (REGEX_FULL_MATCH, REGEX_REPLACE,):
+    _prim.elementwise = True

@@ -233,6 +233,7 @@ class ShardedVariable:
         ids = ef.convert_to_tensor(indices)
         if len(self.variables) == 1:
             return ef.gather(self.variables[0], ids)
+        self._check_ids(ids)
         out = None
         trailing = len(self._shape) - 1
         for v, start, rows in zip(self.variables, self._offsets, self._rows):
@@ -247,6 +248,27 @@ class ShardedVariable:
             piece = rows_here * mask
             out = piece if out is None else out + piece
         return out
+
+    def _check_ids(self, ids):
+        """Ids outside ``[0, rows)`` raise as a gather from one variable does (each shard
+        masks the ids it does not hold, so without this an id no shard holds reads zeros)."""
+        import eagerflow as ef
+        from eagerflow.function.assertions import Assert
+        from eagerflow.ops.static_value import constant_value
+
+        total = int(self._shape[0])
+        known = ids.numpy() if ef.executing_eagerly() else constant_value(ids)
+        if known is not None:
+            flat = np.asarray(known).reshape(-1)
+            bad = np.flatnonzero((flat < 0) | (flat >= total))
+            if bad.size:
+                raise errors.InvalidArgumentError(
+                    None, "GatherV2", "indices[%d] = %d is not in [0, %d) (sharded variable "
+                    "%s)" % (bad[0], flat[bad[0]], total, self._name))
+            return
+        Assert(ef.reduce_all(ef.logical_and(ids >= 0, ids < ef.cast(total, ids.dtype))),
+               ["indices of a gather from sharded variable %s must be in [0, %d); got"
+                % (self._name, total), ids])
 
     def __repr__(self):
         return "<ShardedVariable %r shape=%s dtype=%s shards=%d>" % (

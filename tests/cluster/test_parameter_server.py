@@ -67,6 +67,15 @@ def test_sharded_variable_reads_assigns_and_gathers_like_one_variable():
     np.add.at(want, ids.ravel(), 2.0)
     np.testing.assert_array_equal(np.concatenate([ef.convert_to_tensor(g).numpy()
                                                   for g in grads]), want)
+    # An id that no shard holds raises, as a gather from one variable does (not zeros).
+    for bad in ([0, 10], [-1]):
+        with __import__("pytest").raises(ef.errors.InvalidArgumentError,
+                                         match=r"not in \[0, 10\)"):
+            ef.gather(sv, bad)
+    traced = ef.function(lambda i: ef.gather(sv, i))
+    np.testing.assert_array_equal(traced(ef.constant([9, 1])).numpy(), full[[9, 1]])
+    with __import__("pytest").raises(ef.errors.InvalidArgumentError, match="must be in"):
+        traced(ef.constant([3, 12]))
     sv.assign(full + 1)
     np.testing.assert_array_equal(parts[1].numpy(), full[4:7] + 1)
     with __import__("pytest").raises(ef.errors.InvalidArgumentError, match="shape"):

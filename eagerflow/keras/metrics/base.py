@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 import eagerflow as ef
+from eagerflow.keras.initial_values import initial_value
 from eagerflow.keras.losses.base import (_broadcast_like, _tensor, floatx, get_keras_mask,
                                          squeeze_or_expand_to_same_rank)
 from eagerflow.module import Module
@@ -37,16 +38,6 @@ def to_snake_case(name):
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
 
 
-def _named_initializer(initializer, shape, dtype, name):
-    """A Keras initializer given by name ("glorot_uniform", ...), called once."""
-    try:
-        from eagerflow.keras import initializers
-        init = initializers.get(initializer)
-    except (ImportError, ValueError, TypeError):
-        raise ValueError("Unsupported initializer %r for variable %r; use 'zeros', 'ones', a "
-                         "number, a Keras initializer name, or a callable (shape, dtype)."
-                         % (initializer, name)) from None
-    return init(shape, dtype=dtype)
 
 
 class Metric(Module):
@@ -113,16 +104,7 @@ class Metric(Module):
         """
         dtype = ef.as_dtype(dtype or self._dtype)
         shape = [int(d) for d in shape]
-        if callable(initializer):
-            value = initializer(shape, dtype)
-        elif initializer == "zeros":
-            value = ef.zeros(shape, dtype=dtype)
-        elif initializer == "ones":
-            value = ef.ones(shape, dtype=dtype)
-        elif isinstance(initializer, (int, float)):
-            value = ef.fill(shape, ef.constant(initializer, dtype=dtype))
-        else:
-            value = _named_initializer(initializer, shape, dtype, name)
+        value = initial_value(initializer, shape, dtype, name)
         with self.name_scope:
             variable = ef.Variable(value, dtype=dtype, name=name, trainable=False,
                                    synchronization=ef.VariableSynchronization.ON_READ,

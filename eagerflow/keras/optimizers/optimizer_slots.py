@@ -5,12 +5,8 @@
 from __future__ import annotations
 
 import eagerflow as ef
-from eagerflow.keras.optimizers.optimizer_utils import (
-    _AGGREGATIONS,
-    _cast,
-    _named_initializer,
-    floatx,
-)
+from eagerflow.keras.initial_values import initial_value, named_initializer
+from eagerflow.keras.optimizers.optimizer_utils import _AGGREGATIONS, _cast, floatx
 
 
 class SlotsMixin:
@@ -77,16 +73,7 @@ class SlotsMixin:
         """
         dtype = ef.as_dtype(dtype or floatx())
         shape = [int(d) for d in shape]
-        if callable(initializer):
-            value = initializer(shape, dtype)
-        elif initializer == "zeros":
-            value = ef.zeros(shape, dtype=dtype)
-        elif initializer == "ones":
-            value = ef.ones(shape, dtype=dtype)
-        elif isinstance(initializer, (int, float)):
-            value = ef.fill(shape, ef.constant(initializer, dtype=dtype))
-        else:
-            value = _named_initializer(initializer, shape, dtype, name)
+        value = initial_value(initializer, shape, dtype, name)
         with self.name_scope:
             variable = ef.Variable(value, dtype=dtype, name=name, trainable=False,
                                    aggregation=_AGGREGATIONS[aggregation])
@@ -118,7 +105,7 @@ class SlotsMixin:
         elif isinstance(initializer, (int, float)):
             init = ef.zeros_like(value) + ef.constant(initializer, dtype=dtype)
         else:
-            init = _named_initializer(initializer, list(value.shape), dtype, slot)
+            init = named_initializer(initializer, list(value.shape), dtype, slot)
         with ef.device(reference_variable.device), self.name_scope:
             variable = ef.Variable(init, name=base + "_" + slot, trainable=False,
                                    shape=reference_variable.shape)

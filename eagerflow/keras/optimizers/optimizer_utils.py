@@ -49,13 +49,3 @@ def _check_nonneg(name, value, upper=None):
                          % (name, bound, name, value))
 
 
-def _named_initializer(initializer, shape, dtype, name):
-    """A Keras initializer given by name ("glorot_uniform", ...), called once."""
-    try:
-        from eagerflow.keras import initializers
-        init = initializers.get(initializer)
-    except (ImportError, ValueError, TypeError):
-        raise ValueError("Unsupported initializer %r for variable %r; use 'zeros', 'ones', a "
-                         "number, a Keras initializer name, or a callable (shape, dtype)."
-                         % (initializer, name)) from None
-    return init(shape, dtype=dtype)

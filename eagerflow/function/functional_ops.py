@@ -177,7 +177,7 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
         ...         ).numpy().tolist()
         [6, 6, 3]
     """
-    flat_in, in_tas, n = _elements(elems, "scan")
+    _, in_tas, n = _elements(elems, "scan")
     return _accumulate("scan", fn, elems, in_tas, n, initializer, reverse, back_prop,
                        parallel_iterations, stacked=True)
 
@@ -191,7 +191,7 @@ def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
         >>> int(ef.foldl(lambda a, x: a - x, ef.constant([1, 2, 3]), initializer=10))
         4
     """
-    flat_in, in_tas, n = _elements(elems, "foldl")
+    _, in_tas, n = _elements(elems, "foldl")
     return _accumulate("foldl", fn, elems, in_tas, n, initializer, False, back_prop,
                        parallel_iterations, stacked=False)
 
@@ -205,7 +205,7 @@ def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
         >>> int(ef.foldr(lambda a, x: a - x, ef.constant([1, 2, 3]), initializer=10))
         4
     """
-    flat_in, in_tas, n = _elements(elems, "foldr")
+    _, in_tas, n = _elements(elems, "foldr")
     return _accumulate("foldr", fn, elems, in_tas, n, initializer, True, back_prop,
                        parallel_iterations, stacked=False)
 

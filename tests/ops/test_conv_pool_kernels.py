@@ -225,13 +225,16 @@ def test_max_pool_grad_nan_input_routes_to_the_first_nan():
     P._geometry(c[0], c[1]), c[1])] + [((64, 26, 26, 32), pattrs(2, 2)),
                                        ((64, 11, 11, 64), pattrs(2, 2))])
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
-def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad):
+@pytest.mark.parametrize("ties", [True, False])
+def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad, ties):
     # Windows that tile the input take the one-mask form; the per-tap form (which handles
-    # every geometry) must give the same bits, on one thread and on several.
+    # every geometry) must give the same bits, on one thread and on several, with ties
+    # (the tie rule runs) and with distinct values (it is skipped).
     from eagerflow.backend import cpu_threads
 
     x = P._values(RNG, shape, dtypes.float32)
-    x = np.maximum(x, 0).astype(x.dtype)        # zeros after a relu: ties in many windows
+    if ties:
+        x = np.maximum(x, 0).astype(x.dtype)    # zeros after a relu: ties in many windows
     g = uniform(_pool_out(shape, a), dtypes.float32)
     if bad is not None and g.size:
         g.reshape(-1)[-1] = bad

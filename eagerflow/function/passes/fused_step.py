@@ -92,7 +92,9 @@ def cpu_ufunc(prim):
         return _UFUNCS[prim]
     form = None
     if prim.name == "Relu":
-        form = np.maximum, (0,)  # the Relu kernel is maximum(x, 0)
+        from eagerflow.ops.nn.activation_ops import relu_numpy
+
+        form = relu_numpy, ()  # maximum(x, 0): a fresh array, or ``out``
     else:
         kernel = prim.kernel(numpy_backend)
         if isinstance(kernel, np.ufunc) and kernel.nout == 1 and kernel.nin == len(

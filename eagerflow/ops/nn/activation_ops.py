@@ -73,6 +73,7 @@ def relu_numpy(x, out=None):
 
     Example:
         >>> import numpy as np
+        >>> from eagerflow.ops.nn.activation_ops import relu_numpy
         >>> relu_numpy(np.array([-1.0, 2.0])).tolist()
         [0.0, 2.0]
     """

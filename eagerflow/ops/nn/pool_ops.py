@@ -235,7 +235,7 @@ def _tiled_max(xp, xr, g):
     return best
 
 
-def _tiled_max_pool_grad(xp, x, grad, g, finite, out):
+def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
     """MaxPoolGrad for windows that tile the input (see ``_tiles``), into ``out``.
 
     With the taps on axes of their own, the window maxima spread over ``out`` (one
@@ -269,10 +269,15 @@ def _tiled_max_pool_grad(xp, x, grad, g, finite, out):
             xp.logical_or(taken, h, out=taken)
     dr[...] = grad[spread]
     if finite:
+        if relu:
+            hit &= xp.greater(xr, 0)
         xp.multiply(dr, hit, out=dr)
     else:
         # A NaN or infinity times a zero mark would leak into its window.
         xp.copyto(dr, 0, where=~hit)
+        if relu:
+            # ReluGrad's product, NaN times zero included, as the two ops compute it.
+            xp.multiply(dr, xp.greater(xr, 0), out=dr)
 
 
 def _route(xp, dst, src, hit, assign, finite, tmp=None):
@@ -322,7 +327,9 @@ def _max_pool_kernel(xp):
 
 
 def _max_pool_grad_kernel(xp):
-    def kernel(x, grad, **attrs):
+    def kernel(x, grad, relu=False, **attrs):
+        # ``relu``: times (x > 0), ReluGrad's factor (set by the remapping pass when the
+        # pooled input is a relu's output).
         g = _geometry(x.shape, attrs)
         _check_grad(grad.shape, g)
         if g.empty or x.size == 0:
@@ -340,7 +347,7 @@ def _max_pool_grad_kernel(xp):
             def tiled(lo, hi):
                 for k in range(lo, hi, step):
                     e = min(k + step, hi)
-                    _tiled_max_pool_grad(xp, x[k:e], grad[k:e], g, finite, dx[k:e])
+                    _tiled_max_pool_grad(xp, x[k:e], grad[k:e], g, finite, dx[k:e], relu)
 
             _by_batch(xp, x.shape[0], x.size, tiled)
             return dx
@@ -359,7 +366,8 @@ def _max_pool_grad_kernel(xp):
 
         _by_batch(xp, x.shape[0], x.size, block)
         dxp = crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
-        return dxp.astype(grad.dtype, copy=False)
+        dx = dxp.astype(grad.dtype, copy=False)
+        return xp.multiply(dx, xp.greater(x, 0)) if relu else dx
     return kernel
 
 
@@ -527,7 +535,11 @@ def _max_pool_vjp(g, x, out, **attrs):
     return execute(MAX_POOL_GRAD, (x, g), attrs)
 
 
-def _max_pool_grad_vjp(g, x, grad, out, **attrs):
+def _max_pool_grad_vjp(g, x, grad, out, relu=False, **attrs):
+    if relu:
+        from eagerflow.ops.nn.activation_ops import RELU_GRAD
+
+        g = execute(RELU_GRAD, (g, x))
     return None, execute(MAX_POOL_GRAD_GRAD, (x, g), attrs)
 
 
@@ -595,11 +607,13 @@ def _ref_max_routes(x, attrs):
             yield (lead_idx + opos[g.lead:] + trail, lead_idx + src + trail)
 
 
-def _ref_max_pool_grad(x, grad, **attrs):
+def _ref_max_pool_grad(x, grad, relu=False, **attrs):
     x, grad = np.asarray(x), np.asarray(grad)
     dx = np.zeros(x.shape, np.float64)
     for opos, src in _ref_max_routes(x, attrs):
         dx[src] += grad[opos]
+    if relu:
+        dx *= x > 0
     return dx.astype(grad.dtype)
 
 

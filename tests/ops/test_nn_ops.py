@@ -729,7 +729,8 @@ def test_docstring_examples(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(64, 26, 26, 3), (7, 300), (5,), (0, 4), (3, 0, 2), ()])
+@pytest.mark.parametrize("shape", [(64, 26, 26, 3), (7, 900), (5000,), (5,), (0, 4),
+                                   (3, 0, 2), ()])
 def test_relu_rows_equal_maximum_with_zero_bit_for_bit(dtype, shape):
     # The row form of relu on numpy gives numpy's maximum(x, 0) bits: signed zeros, NaN,
     # infinities; in place, into ``out`` and on non-contiguous views (the scalar form).

@@ -66,10 +66,10 @@ def relu_numpy(x, out=None):
     numpy's maximum against a scalar takes its scalar loop, while against an array it
     runs on vector units: one thread, CPU time, median of 31, [64, 26, 26, 32] float32:
     0.67 ms against a scalar, 0.32 ms against a zero row of 832. The results are the
-    same bits (signed zeros and NaN included). A C-contiguous float32/float64 array is
-    viewed as rows of its trailing dimensions (at least 256 elements where it has them);
-    other arrays take the scalar form. ``out`` is written when given (the fused regions'
-    buffers).
+    same bits (signed zeros and NaN included). A C-contiguous float32/float64 array of
+    4096 elements or more is viewed as rows of its trailing dimensions (at least 256
+    elements where it has them); other arrays take the scalar form. ``out`` is written
+    when given (the fused regions' buffers).
 
     Example:
         >>> import numpy as np
@@ -77,7 +77,7 @@ def relu_numpy(x, out=None):
         >>> relu_numpy(np.array([-1.0, 2.0])).tolist()
         [0.0, 2.0]
     """
-    if x.__class__ is np.ndarray and x.dtype in _ROW_FLOATS and x.ndim and \
+    if x.__class__ is np.ndarray and x.size >= 4096 and x.dtype in _ROW_FLOATS and \
             x.flags.c_contiguous and (out is None or (out.flags.c_contiguous and
                                                        out.shape == x.shape)):
         row = 1

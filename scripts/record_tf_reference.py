@@ -275,6 +275,16 @@ def record_sparse():
         gv, gb = tape.gradient(value, [v, b])
         out["grads"][name] = {"loss": float(value.numpy()), "values": gv.numpy().tolist(),
                               "dense": None if gb is None else gb.numpy().tolist()}
+    from tests.data.ragged_pipelines import PARSE_PIPELINES
+
+    out["parse_pipelines"] = {}
+    for name, build in PARSE_PIPELINES.items():
+        ds = build(tf)
+        elements = []
+        for e in ds:
+            parts = e.items() if isinstance(e, dict) else enumerate(e)
+            elements.append({str(k): _sparse_or_dense(v) for k, v in parts})
+        out["parse_pipelines"][name] = {"spec": repr(ds.element_spec), "elements": elements}
     with open(os.path.join(OUT, "sparse_ops.json"), "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")

@@ -85,7 +85,10 @@ class BranchTracer(Tracer):
             node = self.graph.add_capture(outer, aval)
             self._captured[key] = node
             self._alive.append(value)
-        return SymbolicTensor(self.graph, node, 0)
+        t = SymbolicTensor(self.graph, node, 0)
+        if _state.tapes and getattr(value, "_tid", 0):
+            grad_lib.record_capture(value, t)
+        return t
 
     def read_variable(self, variable):
         key = id(variable)

@@ -32,6 +32,7 @@ from eagerflow.distribute import distribute_lib
 from eagerflow.distribute.sharded_variable import ShardedVariable, shard_sizes
 from eagerflow.framework import context
 from eagerflow.function import task_partition
+from eagerflow.function import builtins
 
 __all__ = ["ParameterServerStrategy", "PSVariable"]
 
@@ -110,7 +111,7 @@ class PSVariable(variables_lib.Variable):
 
         t = convert_to_tensor(value, dtype=self.dtype)
         if kind == "assign":
-            self._check_shape(t.shape, "AssignVariableOp")
+            self._check_shape(t.shape, builtins.ASSIGN_VARIABLE)
         self._remote(kind)(t)
 
     def assign(self, value, use_locking=None, name=None, read_value=True):

@@ -42,6 +42,7 @@ from eagerflow.function.tracer import Tracer, _at_user_line, _device_string, tra
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
+from eagerflow.function import builtins
 
 __all__ = ["cond", "case", "switch_case", "while_loop", "BranchTracer"]
 
@@ -106,13 +107,13 @@ class BranchTracer(Tracer):
             self._hoisted_reads[key] = outer
         return self.capture(outer)
 
-    def assign_variable(self, variable, value, op):
+    def assign_variable(self, variable, value, method):
         tracer = self
         while isinstance(tracer, BranchTracer):
             tracer.assigned.add(id(variable))
             tracer = tracer.parent
         self.root.graph.variable_index(variable)
-        super().assign_variable(variable, value, op)
+        super().assign_variable(variable, value, method)
 
 
 def _root_graph(tracer):
@@ -199,7 +200,7 @@ def _bind_inputs(traced, n_explicit):
         for k, outer in enumerate(union):
             node = found.get(k)
             if node is None:
-                node = tr.graph.add_node("Placeholder", (), {}, (outer.aval,), name="unused")
+                node = tr.graph.add_node(builtins.PLACEHOLDER, (), {}, (outer.aval,), name="unused")
             else:
                 node.attrs.pop("capture", None)
                 node.value = None
@@ -279,7 +280,7 @@ def _build_branches(kind, selector, fns, names, strict, api):
     traced = [_trace_subgraph(fn, _library_name(root, n), postprocess=post)
               for fn, n in zip(fns, names)]
     lib_names = [t.graph.name for t in traced]
-    labels = ["true_fn", "false_fn"] if kind == "If" else [
+    labels = ["true_fn", "false_fn"] if kind == builtins.IF else [
         "branch %d" % k for k in range(len(fns))]
     first = traced[0]
     for label, tr in zip(labels[1:], traced[1:]):
@@ -292,7 +293,7 @@ def _build_branches(kind, selector, fns, names, strict, api):
             other = [x for x in tr.flat if x is not None][k]
             shape = _merge_shape(shape, other.aval.shape)
         avals.append(AbstractValue(shape, t.aval.dtype))
-    if kind == "If":
+    if kind == builtins.IF:
         attrs = {"then_branch": lib_names[0], "else_branch": lib_names[1]}
     else:
         attrs = {"branches": tuple(lib_names)}
@@ -388,7 +389,7 @@ def _cond(pred, true_fn, false_fn, strict, name):
             return tensors
         return run
 
-    out = _build_branches("If", selector, [carrying(true_fn), carrying(false_fn)],
+    out = _build_branches(builtins.IF, selector, [carrying(true_fn), carrying(false_fn)],
                           [base + "_true", base + "_false"], strict, "cond")
     if templates:
         return composite.from_tensors(templates[0], out)
@@ -430,7 +431,7 @@ def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
         return fns[k]()
     selector = _scalar_selector(branch_index, "switch_case(): branch_index")
     base = name or "switch_case"
-    return _build_branches("Case", selector, fns,
+    return _build_branches(builtins.CASE, selector, fns,
                            ["%s_branch%d" % (base, k) for k in range(len(fns))], True,
                            "switch_case")
 
@@ -569,12 +570,12 @@ def _assert(preds, kind, message):
         values = [bool(p) for p in preds]
         failed = not any(values) if kind == "any" else sum(values) > 1
         if failed:
-            raise errors.InvalidArgumentError(None, "Assert", "%s (conditions: %s)" % (
+            raise errors.InvalidArgumentError(None, builtins.ASSERT, "%s (conditions: %s)" % (
                 message, values))
         return
     inputs = [_state.trace.to_symbolic(p) for p in preds]
     node = _state.trace.graph.add_node(
-        "Assert", [(t._node, t._index) for t in inputs], {"kind": kind, "message": message},
+        builtins.ASSERT, [(t._node, t._index) for t in inputs], {"kind": kind, "message": message},
         (), device=_device_string(), stateful=True)
     node.origin = user_frame()
 
@@ -837,8 +838,8 @@ def _traced_while(cond, body, loop_vars, shape_invariants, maximum_iterations, b
              "n_captures": len(union), "has_max": limit is not None,
              "parallel_iterations": parallel_iterations}
     inputs = init + union + ([limit] if limit is not None else [])
-    node, outs = _add_node("While", inputs, attrs, avals, [cond_tr.graph, body_tr.graph])
+    node, outs = _add_node(builtins.WHILE, inputs, attrs, avals, [cond_tr.graph, body_tr.graph])
     if back_prop:
-        grad_lib.record("While", inputs, outs, grad_lib.while_backward(
+        grad_lib.record(builtins.WHILE, inputs, outs, grad_lib.while_backward(
             tracer.graph, node, init, union, outs, body_tr.graph, root.library))
     return nest.pack_sequence_as(loop_vars, outs)

@@ -39,6 +39,7 @@ from eagerflow.framework import context
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.ops import dispatch
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.function import builtins
 
 __all__ = ["record", "conditional_backward", "while_backward", "replay", "ensure_history"]
 
@@ -98,7 +99,7 @@ def _gradients_of_replay(graph, inputs, sources, targets_cots, library, what):
 def conditional_backward(kind, selector, graphs, inputs, outputs, library):
     """The backward rule of an If/Case node: the same selection over gradient branches."""
     float_in = [k for k, x in enumerate(inputs) if _is_float(x)]
-    what = "cond" if kind == "If" else "switch_case"
+    what = "cond" if kind == builtins.IF else "switch_case"
 
     def backward(cotangent):
         cots = _cotangents(cotangent)
@@ -121,7 +122,7 @@ def conditional_backward(kind, selector, graphs, inputs, outputs, library):
         from eagerflow.function.control_flow import cond, switch_case
 
         fns = [gradient_branch(g) for g in graphs]
-        if kind == "If":
+        if kind == builtins.IF:
             grads = cond(selector, fns[0], fns[1], name="cond_grad")
         else:
             grads = switch_case(selector, fns, name="switch_case_grad")
@@ -226,7 +227,7 @@ def replay(graph, inputs, library, what):
     for node, value in zip(graph.inputs, inputs):
         env[(node.id, 0)] = value
     for node in graph.nodes:
-        if node.op == "Placeholder" or node.id not in needed:
+        if node.op == builtins.PLACEHOLDER or node.id not in needed:
             continue
         args = [env[(src.id, idx)] for src, idx in node.inputs]
         outs = _replay_node(node, args, graph, library, what)
@@ -241,7 +242,7 @@ def _replay_node(node, args, graph, library, what):
         # Differentiating a while_loop's backward pass: the gradient of reading the kept
         # history needs the number of iterations as a static shape.
         raise errors.UnimplementedError(
-            None, "While", "Second-order gradients through while_loop are not supported%s. "
+            None, builtins.WHILE, "Second-order gradients through while_loop are not supported%s. "
             "Compute the inner gradient outside the loop, or unroll the loop in Python." % (
                 _where(node)))
     if prim is not None:
@@ -254,9 +255,9 @@ def _replay_node(node, args, graph, library, what):
         out = dispatch.execute(prim, tuple(args), node.attrs)
         return out if isinstance(out, tuple) else (out,)
     op = node.op
-    if op == "Const":
+    if op == builtins.CONST:
         return (_state.trace.const(node.value),)
-    if op == "ReadVariableOp":
+    if op == builtins.READ_VARIABLE:
         variable = graph.variables[node.attrs["variable"]]
         if what == "while_loop":
             raise errors.UnimplementedError(
@@ -264,9 +265,9 @@ def _replay_node(node, args, graph, library, what):
                 "body depends on variable %r, which the loop also assigns%s. Carry the value "
                 "as a loop variable instead." % (variable.name, _where(node)))
         return (variable.read_value(),)
-    if op in ("If", "Case"):
+    if op in (builtins.IF, builtins.CASE):
         return _replay_conditional(node, args, library, what)
-    if op == "While":
+    if op == builtins.WHILE:
         return _replay_while(node, args, library, what)
     raise errors.UnimplementedError(
         None, op, "Cannot differentiate through the %s node %s inside a %s%s." % (
@@ -276,7 +277,7 @@ def _replay_node(node, args, graph, library, what):
 def _replay_conditional(node, args, library, what):
     from eagerflow.function.control_flow import cond, switch_case
 
-    names = ((node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "If"
+    names = ((node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == builtins.IF
              else node.attrs["branches"])
     inputs = args[1:]
 
@@ -284,7 +285,7 @@ def _replay_conditional(node, args, library, what):
         return lambda: replay(library[name], inputs, library, what)
 
     fns = [branch(name) for name in names]
-    if node.op == "If":
+    if node.op == builtins.IF:
         return tuple(cond(args[0], fns[0], fns[1]))
     return tuple(switch_case(args[0], fns))
 

@@ -212,7 +212,7 @@ def _compatible(computed, declared):
 def _check_builtin(node, at, library, variables):
     op, attrs = node.op, node.attrs
     n_in, n_out = len(node.inputs), node.num_outputs
-    if op == "Placeholder" and (n_in or n_out != 1):
+    if op == builtins.PLACEHOLDER and (n_in or n_out != 1):
         raise _refuse("%s has %d inputs and %d outputs (a Placeholder has 0 and 1)." % (
             at, n_in, n_out))
     if op in _VARIABLE_OPS:
@@ -221,8 +221,8 @@ def _check_builtin(node, at, library, variables):
             raise _refuse("%s refers to variable %s of %d." % (at, _short(index),
                                                                len(variables)))
         var = variables[index]
-        value = node.avals[0] if op == "ReadVariableOp" and n_out == 1 else (
-            node.inputs[0][0].avals[node.inputs[0][1]] if op != "ReadVariableOp" and n_in == 1
+        value = node.avals[0] if op == builtins.READ_VARIABLE and n_out == 1 else (
+            node.inputs[0][0].avals[node.inputs[0][1]] if op != builtins.READ_VARIABLE and n_in == 1
             else None)
         if value is None:
             raise _refuse("%s has %d inputs and %d outputs." % (at, n_in, n_out))
@@ -232,7 +232,7 @@ def _check_builtin(node, at, library, variables):
         if not _compatible(AbstractValue(shape, var.dtype), value):
             raise _refuse("%s reads or writes a %s value; variable %d is %s%s." % (
                 at, value, index, var.dtype.name, var.shape))
-    if op == "Print":
+    if op == builtins.PRINT:
         stream = attrs.get("output_stream", "stderr")
         if stream not in _PRINT_STREAMS:
             raise _refuse("%s prints to %s; a loaded graph prints only to stdout or stderr "
@@ -242,13 +242,13 @@ def _check_builtin(node, at, library, variables):
         if not isinstance(template, (tuple, list)) or not all(
                 item is None or isinstance(item, (str, tuple)) for item in template):
             raise _refuse("%s has no print template." % at)
-    if op == "While":
+    if op == builtins.WHILE:
         counts = [attrs.get(k, 0) for k in ("n_loop_vars", "n_captures")]
         if any(c.__class__ is not int or c < 0 for c in counts) or \
                 sum(counts) + bool(attrs.get("has_max")) != n_in:
             raise _refuse("%s has %d inputs for %s loop variables and %s captures." % (
                 at, n_in, _short(counts[0]), _short(counts[1])))
-    if op == "FusedElementwise":
+    if op == builtins.FUSED_ELEMENTWISE:
         _check_fused(node, at)
     names = []
     for key in _SUBGRAPH_ATTRS.get(op, ()):

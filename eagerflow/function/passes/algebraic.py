@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from eagerflow.function.passes.common import Substitution, resolved_device
+from eagerflow.function import builtins
 
 _SAME_SHAPE_OPS = frozenset(("Reshape", "BroadcastTo", "SumToShape", "EnsureShape"))
 
@@ -118,7 +119,7 @@ def _same(ref, aval):
 def _is_const(ref, unit):
     """Whether ``ref`` is a constant filled with ``unit`` (1, "+0" or "-0")."""
     src, _ = ref
-    if src.op != "Const":
+    if src.op != builtins.CONST:
         return False
     value = src.value
     if value.size == 1:  # the common scalar case, without numpy reductions

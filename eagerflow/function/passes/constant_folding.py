@@ -18,6 +18,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow.function.passes.common import Substitution, is_pure, new_node
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.function import builtins
 
 MAX_ELEMENTS = 1_000_000
 # Ops with inputs read only for their shape: op -> indices of those inputs. (The gradient
@@ -53,8 +54,8 @@ def run(graph):
             nodes.append(node)
             continue
         for i, (array, aval) in enumerate(outs):
-            const = new_node(graph, "Const", (), {}, (aval,), device=node.device, value=array,
-                             name="%s_%d" % (node.name, i), origin=node.origin)
+            const = new_node(graph, builtins.CONST, (), {}, (aval,), device=node.device,
+                             value=array, name="%s_%d" % (node.name, i), origin=node.origin)
             nodes.append(const)
             sub.replace(node, i, (const, 0))
     if sub.finish() or changed:
@@ -79,7 +80,7 @@ def _foldable_inputs(node):
                 return None
             # A zero-strided stand-in: the kernel reads only its shape and dtype.
             values.append(np.broadcast_to(np.zeros((), aval.dtype.np_dtype), aval.shape))
-        elif src.op != "Const":
+        elif src.op != builtins.CONST:
             return None
         else:
             values.append(src.value)
@@ -113,7 +114,7 @@ def _evaluate(node, values, backend):
 
 def _make_const(node, out):
     array, aval = out
-    node.op = "Const"
+    node.op = builtins.CONST
     node.inputs = []
     node.attrs = {}
     node.prim = None

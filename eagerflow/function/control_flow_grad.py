@@ -22,7 +22,10 @@ or when a function's gradient is traced once for all its calls) and adds graph n
 Replays emit only the nodes the outputs depend on, so variable writes and prints of the
 forward sub-graph never run again. Because the backward pass is built from the same
 ``cond``/``while_loop`` builders, the gradient nodes are recorded in turn: higher-order
-derivatives work the same way. Nested control flow is replayed with the builders too.
+derivatives work the same way. Nested control flow is replayed with the builders too. The
+builders' modules (``control_flow``, ``while_loop``) import this one to record their nodes,
+so the functions here import the builders when they run: the gradient of a control-flow op
+is control flow, a recursion no split of the modules removes.
 
 Limitations, reported with a clear error rather than a wrong number: a random op on which a
 differentiated branch or loop body output depends (recomputing it would draw new numbers;
@@ -118,7 +121,6 @@ def conditional_backward(kind, selector, graphs, inputs, outputs, library):
                 return [g if g is not None else _zeros_like(s) for g, s in zip(grads, sources)]
             return branch
 
-        # The builders live in control_flow.py, which imports this module.
         from eagerflow.function.control_flow import cond, switch_case
 
         fns = [gradient_branch(g) for g in graphs]
@@ -157,7 +159,7 @@ def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, libr
     invariants = [a.shape for a in node.avals[:n]]
 
     def backward(cotangent):
-        from eagerflow.function.control_flow import while_loop
+        from eagerflow.function.while_loop import while_loop
         from eagerflow.ops.indexing.gather_ops import gather
         from eagerflow.tensor_shape import TensorShape
 
@@ -291,7 +293,7 @@ def _replay_conditional(node, args, library, what):
 
 
 def _replay_while(node, args, library, what):
-    from eagerflow.function.control_flow import while_loop
+    from eagerflow.function.while_loop import while_loop
     from eagerflow.tensor_shape import TensorShape
 
     attrs = node.attrs

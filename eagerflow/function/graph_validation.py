@@ -41,6 +41,7 @@ import keyword
 import re
 
 from eagerflow import errors
+from eagerflow.framework.device_spec import DeviceSpec
 from eagerflow.function import builtins
 
 __all__ = ["keyword_name", "validate_graphs", "MAX_TENSOR_BYTES"]
@@ -112,17 +113,13 @@ def validate_graphs(graphs, variables_of):
 
 
 def _validate_graph(graph, where, library, variables):
-    from eagerflow.framework.device_spec import DeviceSpec
-    from eagerflow.function.executor import BUILTIN_STEPS
-    from eagerflow.function.graph import BUILTIN_OPS
-
     called = []
     for node in graph.nodes:
         at = "node %s (%s) of %s" % (_short(node.name), _short(node.op), where)
         if not (node.name.__class__ is str and _NODE_NAME.match(node.name)):
             raise _refuse("%s has the node name %s, which is not a valid node name "
                           "([A-Za-z0-9.][A-Za-z0-9_.\\-/>]*)." % (where, _short(node.name)))
-        if node.prim is None and node.op not in BUILTIN_OPS and node.op not in BUILTIN_STEPS:
+        if node.prim is None and node.op not in builtins.BUILTINS:
             raise errors.NotFoundError(None, None, "Cannot load the serialized function: %s "
                                        "uses an op that is neither registered nor a graph "
                                        "builtin." % at)

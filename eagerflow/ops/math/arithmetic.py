@@ -206,8 +206,9 @@ greater_equal = public_binary(_CMP["GreaterEqual"], "greater_equal",
 
 
 def log_t(x):
-
+    """log(x), for the gradient of Pow (the unary family is built on this module)."""
     from eagerflow.ops.math import unary_math
+
     return unary_math.log(x)
 
 

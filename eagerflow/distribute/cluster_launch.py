@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -25,18 +26,46 @@ import time
 __all__ = ["free_ports", "cluster_spec_for", "LocalCluster"]
 
 
-def free_ports(n):
-    """``n`` TCP ports free on loopback right now."""
-    socks, ports = [], []
+def _ephemeral_range():
+    """The kernel's range for outgoing connections' local ports (Linux), else IANA's."""
     try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def free_ports(n):
+    """``n`` distinct TCP ports free on loopback right now.
+
+    The ports are drawn at random below the kernel's ephemeral range: a port the kernel
+    chose (``bind(0)``) is one it may hand to any process's next outgoing connection
+    before the task that was given it binds it, which made clusters started under load
+    fail with "connection refused". Outside that range only another explicit bind can
+    take a port, and random draws make two launches unlikely to pick the same one.
+    """
+    low = 20000
+    high = max(low + 4 * n + 1000, _ephemeral_range()[0] - 1)
+    rng = random.SystemRandom()
+    ports = []
+    for _ in range(200 * max(n, 1)):
+        if len(ports) == n:
+            break
+        port = rng.randint(low, high)
+        if port in ports:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
             s.close()
+        ports.append(port)
+    if len(ports) < n:
+        raise OSError("found only %d of %d free TCP ports in %d-%d on loopback"
+                      % (len(ports), n, low, high))
     return ports
 
 

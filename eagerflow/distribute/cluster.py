@@ -36,9 +36,9 @@ from eagerflow.distribute.cluster_resolver import ClusterResolver, ClusterSpec
 from eagerflow.distribute.rpc import wire
 from eagerflow.distribute.rpc.rendezvous import StepInbox, StepRendezvous
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function import rendezvous as rendezvous_lib
 from eagerflow.function import task_partition
-from eagerflow.function import builtins
 
 __all__ = ["Server", "experimental_connect_to_cluster", "ClusterExecutor", "current_runtime",
            "generate_secret", "SECRET_ENV"]

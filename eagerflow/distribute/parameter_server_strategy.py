@@ -31,8 +31,8 @@ from eagerflow.distribute import cluster as cluster_lib
 from eagerflow.distribute import distribute_lib
 from eagerflow.distribute.sharded_variable import ShardedVariable, shard_sizes
 from eagerflow.framework import context
-from eagerflow.function import task_partition
 from eagerflow.function import builtins
+from eagerflow.function import task_partition
 
 __all__ = ["ParameterServerStrategy", "PSVariable"]
 

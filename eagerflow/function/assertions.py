@@ -13,12 +13,12 @@ import numpy as np
 
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function.symbolic import user_frame
 from eagerflow.function.tracer import _device_string
 from eagerflow.ops.static_value import constant_value
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
-from eagerflow.function import builtins
 
 __all__ = ["Assert", "assert_equal", "assert_none_equal", "assert_less",
            "assert_less_equal", "assert_greater", "assert_greater_equal", "assert_positive",

@@ -26,11 +26,11 @@ import threading
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function import executor as executor_lib
 from eagerflow.function import multi_device
 from eagerflow.function import rendezvous as rendezvous_lib
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.function import builtins
 
 __all__ = ["register_group", "unregister_group", "LocalGroup", "reduce_arrays",
            "add_reduce_node", "add_gather_node"]

@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.function.executor import BUILTIN_STEPS, Executor
 from eagerflow.function import builtins
+from eagerflow.function.executor import BUILTIN_STEPS, Executor
 
 __all__ = ["SubExecutor", "library_of"]
 

@@ -39,10 +39,10 @@ import weakref
 
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.ops import dispatch
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.function import builtins
 
 __all__ = ["record", "conditional_backward", "while_backward", "replay", "ensure_history"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import itertools
 
+from eagerflow.function import builtins
 from eagerflow.function.graph import Graph, Node
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.function.tracer import tracing
-from eagerflow.function import builtins
 
 __all__ = ["build", "GradientPair"]
 

@@ -36,13 +36,13 @@ import weakref
 
 from eagerflow.backend import blas_threads
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function import executor as executor_lib
 from eagerflow.function import partition as partition_lib
 from eagerflow.function import placement as placement_lib
 from eagerflow.function import rendezvous as rendezvous_lib
 from eagerflow.function.executor import Executor
 from eagerflow.function.placement import FREE_OPS
-from eagerflow.function import builtins
 
 __all__ = ["make_executor", "MultiDeviceExecutor", "set_cluster_executor_factory",
            "step_frame"]

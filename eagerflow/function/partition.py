@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import itertools
 
+from eagerflow.function import builtins
 from eagerflow.function.graph import Graph, Node
 from eagerflow.function.placement import FREE_OPS, devices_of
-from eagerflow.function import builtins
 
 __all__ = ["partition", "Partition", "PartitionedGraph"]
 

@@ -33,9 +33,9 @@ from __future__ import annotations
 from eagerflow import errors
 from eagerflow.framework import context
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function import builtins
 from eagerflow.function import partition as partition_lib
 from eagerflow.function.placement import VARIABLE_OPS
-from eagerflow.function import builtins
 
 __all__ = ["partition_by_task", "task_name", "requested_task", "names_other_task",
            "TaskDevice"]

@@ -17,12 +17,12 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function.graph import aval_of
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
 from eagerflow.ops import dispatch
 from eagerflow.ops.registry import AbstractValue, zero_avals_eval
 from eagerflow.tensor import Tensor, convert_to_tensor
-from eagerflow.function import builtins
 
 __all__ = ["Tracer", "tracing", "eager_mode"]
 

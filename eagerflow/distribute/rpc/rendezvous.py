@@ -23,8 +23,8 @@ import threading
 import time
 
 from eagerflow import errors
-from eagerflow.function import rendezvous as rendezvous_lib
 from eagerflow.function import builtins
+from eagerflow.function import rendezvous as rendezvous_lib
 
 __all__ = ["StepInbox", "StepRendezvous", "task_of_device"]
 

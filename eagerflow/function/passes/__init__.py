@@ -28,13 +28,13 @@ Example:
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
     algebraic, collectives, constant_folding, cse, dce, fused_step, fusion,
 )
 from eagerflow.function.passes.common import copy_graph
-from eagerflow.function import builtins
 
 __all__ = ["optimize", "MAX_ROUNDS"]
 

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from eagerflow.function.passes.common import Substitution, resolved_device
 from eagerflow.function import builtins
+from eagerflow.function.passes.common import Substitution, resolved_device
 
 _SAME_SHAPE_OPS = frozenset(("Reshape", "BroadcastTo", "SumToShape", "EnsureShape"))
 

@@ -29,8 +29,8 @@ and then its loss has 4 ``CollectiveReduce`` nodes (2 per replica) as traced and
 
 from __future__ import annotations
 
-from eagerflow.function.passes.common import Substitution, new_node
 from eagerflow.function import builtins
+from eagerflow.function.passes.common import Substitution, new_node
 
 __all__ = ["run"]
 

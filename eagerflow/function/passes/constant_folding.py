@@ -16,9 +16,9 @@ import math
 import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
+from eagerflow.function import builtins
 from eagerflow.function.passes.common import Substitution, is_pure, new_node
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.function import builtins
 
 MAX_ELEMENTS = 1_000_000
 # Ops with inputs read only for their shape: op -> indices of those inputs. (The gradient

@@ -14,11 +14,11 @@ kernel computes). On a GPU only ops with a CUDA expression join a cluster.
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function.passes import fused_step
 from eagerflow.function.passes.common import (
     Substitution, consumers, is_pure, new_node, resolved_device,
 )
-from eagerflow.function import builtins
 
 EXTRA_ELEMENTWISE = frozenset(("Cast", "SelectV2"))
 

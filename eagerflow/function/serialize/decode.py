@@ -15,6 +15,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function.graph import BUILTIN_OPS, Graph, Node
 from eagerflow.function.serialize.codec import (
     _VARIABLE_OPS,
@@ -29,7 +30,6 @@ from eagerflow.function.serialize.codec import (
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
-from eagerflow.function import builtins
 
 __all__ = ["proto_to_graph"]
 

@@ -17,6 +17,7 @@ __all__ = ["graph_to_proto"]
 
 
 from eagerflow import errors, nest
+from eagerflow.function import builtins
 from eagerflow.function import py_function
 from eagerflow.function.graph import Graph
 from eagerflow.function.serialize.codec import (
@@ -32,7 +33,6 @@ from eagerflow.function.serialize.codec import (
     _Unencodable,
 )
 from eagerflow.tensor import Tensor
-from eagerflow.function import builtins
 
 
 class _Encoder:

@@ -39,6 +39,18 @@ def _accepts_variables(fn):
         p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+# Installed by eagerflow.function (a layer above): while a function is traced, a
+# custom_gradient call goes there and becomes a graph node whose backward is a sub-graph, so
+# the rule is part of the graph (and of a saved function), not only of this process.
+_traced_call = None
+
+
+def set_traced_call(fn):
+    """Installs ``fn(f, args, kwargs) -> result``, which runs a call while tracing."""
+    global _traced_call
+    _traced_call = fn
+
+
 def custom_gradient(f=None):
     """Decorates ``f(*x) -> (y, grad_fn)`` so that tapes use ``grad_fn`` for its gradient.
 
@@ -47,6 +59,10 @@ def custom_gradient(f=None):
     ``variables`` keyword and return ``(input_grads, variable_grads)``; otherwise calling
     ``f`` under a tape raises (TF would fail later or ignore the variables). Keyword
     arguments of ``f`` are passed through and are not differentiated.
+
+    Inside a traced function ``grad_fn`` is traced once, with the forward pass, into a
+    sub-graph of the function: the rule then travels with the graph, so a function saved
+    (``saved_model.save``) and loaded again still differentiates with it.
 
     Args:
         f: The function to decorate.
@@ -62,6 +78,8 @@ def custom_gradient(f=None):
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
+        if context.state.trace is not None and _traced_call is not None:
+            return _traced_call(f, args, kwargs)
         recording = [t for t in context.state.tapes if t._recording]
         if not recording:
             result, _ = f(*args, **kwargs)
@@ -71,85 +89,125 @@ def custom_gradient(f=None):
     return wrapped
 
 
-def _call_with_custom_gradient(f, args, kwargs, tapes):
-    with stop_recording_all():
-        with GradientTape(watch_accessed_variables=True) as probe:
-            result, grad_fn = f(*args, **kwargs)
-    # Inputs are the tensors and variables passed positionally or by keyword (a keyword call
-    # applies the rule too; TF silently drops it there). A variable passed as an argument is
-    # an input, as in TF; only variables the function reads otherwise go to `variables=`.
-    all_args = list(args) + list(kwargs.values())
-    argument_ids = {id(a) for a in all_args if getattr(a, "_is_variable", False)}
-    variables = [v for v in probe.watched_variables() if id(v) not in argument_ids]
-    if variables and not _accepts_variables(grad_fn):
-        raise TypeError(
-            "@custom_gradient function %s reads trainable variables %s, so its grad_fn must "
-            "accept a `variables` keyword argument and return (input_grads, variable_grads)."
-            % (getattr(f, "__name__", f), [v.name for v in variables]))
-    tensor_args = [(i, a) for i, a in enumerate(all_args)
-                   if isinstance(a, Tensor) or getattr(a, "_is_variable", False)]
-    flat_out = nest.flatten(result)
-    outputs = []
-    tracing = context.state.trace is not None
-    for o in flat_out:
-        if not isinstance(o, Tensor):
-            raise errors.InvalidArgumentError(
-                None, "custom_gradient", "custom_gradient outputs must be tensors, got %r" % o)
-        if tracing:
-            # A symbolic output needs a graph node of its own (an Identity), not a copy of
-            # its abstract value, or the graph would lose the connection to it.
-            from eagerflow.ops.array.shape_ops import identity
+class Call:
+    """One call of a custom-gradient function: what it returned and what it differentiates.
 
-            with stop_recording_all():
-                outputs.append(identity(o))
-        else:
-            outputs.append(wrap(o._value, o._device))  # a fresh identity with its own id
-    input_objs = [a for _, a in tensor_args] + variables
-    n_args = len(tensor_args)
+    Attributes:
+        result: ``f``'s first result (the outputs, any structure).
+        grad_fn: ``f``'s second result.
+        all_args: The positional, then keyword, arguments.
+        tensor_args: ``(position in all_args, argument)`` for each tensor or variable
+            argument: the inputs ``grad_fn`` returns gradients for.
+        variables: Variables ``f`` read that are not arguments (``grad_fn(variables=)``).
+    """
 
-    def backward(cotangent):
-        dys = cotangent if isinstance(cotangent, tuple) else (cotangent,)
+    def __init__(self, f, args, kwargs):
+        with stop_recording_all():
+            with GradientTape(watch_accessed_variables=True) as probe:
+                self.result, self.grad_fn = f(*args, **kwargs)
+        # Inputs are the tensors and variables passed positionally or by keyword (a keyword
+        # call applies the rule too; TF silently drops it there). A variable passed as an
+        # argument is an input, as in TF; only variables read otherwise go to `variables=`.
+        self.all_args = list(args) + list(kwargs.values())
+        argument_ids = {id(a) for a in self.all_args if getattr(a, "_is_variable", False)}
+        self.variables = [v for v in probe.watched_variables() if id(v) not in argument_ids]
+        if self.variables and not _accepts_variables(self.grad_fn):
+            raise TypeError(
+                "@custom_gradient function %s reads trainable variables %s, so its grad_fn "
+                "must accept a `variables` keyword argument and return (input_grads, "
+                "variable_grads)." % (getattr(f, "__name__", f),
+                                      [v.name for v in self.variables]))
+        self.tensor_args = [(i, a) for i, a in enumerate(self.all_args)
+                            if isinstance(a, Tensor) or getattr(a, "_is_variable", False)]
+        self.outputs = nest.flatten(self.result)
+        for o in self.outputs:
+            if not isinstance(o, Tensor):
+                raise errors.InvalidArgumentError(
+                    None, "custom_gradient", "custom_gradient outputs must be tensors, got %r"
+                    % (o,))
+
+    def gradients(self, dys):
+        """``grad_fn`` on the output cotangents ``dys``: one gradient (or None) per tensor
+        argument, then one per variable of ``variables``."""
+        variables = self.variables
         if variables:
-            grads = grad_fn(*dys, variables=variables)
+            grads = self.grad_fn(*dys, variables=variables)
             if not isinstance(grads, (tuple, list)) or len(grads) != 2:
                 raise errors.InvalidArgumentError(
                     None, "custom_gradient", "grad_fn with variables must return "
                     "(input_grads, variable_grads)")
             input_grads, var_grads = grads
         else:
-            input_grads, var_grads = grad_fn(*dys), []
+            input_grads, var_grads = self.grad_fn(*dys), []
         input_grads = list(nest.flatten(input_grads)) if isinstance(
             input_grads, (list, tuple)) else [input_grads]
-        if len(input_grads) != len(all_args) and len(input_grads) == n_args:
+        n_all, n_args = len(self.all_args), len(self.tensor_args)
+        if len(input_grads) != n_all and len(input_grads) == n_args:
             by_pos = input_grads
-        elif len(input_grads) == len(all_args):
-            by_pos = [input_grads[i] for i, _ in tensor_args]
+        elif len(input_grads) == n_all:
+            by_pos = [input_grads[i] for i, _ in self.tensor_args]
         else:
             raise errors.InvalidArgumentError(
                 None, "custom_gradient", "grad_fn returned %d gradients for %d inputs"
-                % (len(input_grads), len(all_args)))
+                % (len(input_grads), n_all))
+        var_grads = list(nest.flatten(var_grads)) if var_grads else []
+        if len(var_grads) not in (0, len(variables)):
+            raise errors.InvalidArgumentError(
+                None, "custom_gradient", "grad_fn returned %d variable gradients for %d "
+                "variables %s" % (len(var_grads), len(variables),
+                                  [v.name for v in variables]))
         return tuple(by_pos) + tuple(var_grads or [None] * len(variables))
 
-    entry = _Entry(
-        None, tuple(o._tid for o in input_objs),
-        tuple(o._value.shape for o in input_objs),
-        tuple(_is_float(o._value.dtype) for o in input_objs), None, None, {},
-        (), tuple((o._value.shape, o._value.dtype, o._device) for o in outputs),
-        backward=backward)
+    def watch_variables(self, tapes):
+        """The reads happened while tapes were paused: tapes that watch accessed variables
+        watch them now."""
+        for tape in tapes:
+            if tape._watch_accessed_variables:
+                for v in self.variables:
+                    tape._watch_variable(v)
+                for _, a in self.tensor_args:
+                    if getattr(a, "_is_variable", False) and a.trainable:
+                        tape._watch_variable(a)
+
+
+def _call_with_custom_gradient(f, args, kwargs, tapes):
+    call = Call(f, args, kwargs)
+    # A fresh identity of each output, with its own id.
+    outputs = [wrap(o._value, o._device) for o in call.outputs]
+    input_objs = [a for _, a in call.tensor_args] + call.variables
+
+    def backward(cotangent):
+        return call.gradients(cotangent if isinstance(cotangent, tuple) else (cotangent,))
+
+    call.watch_variables(tapes)
+    record(tapes, input_objs, outputs, backward)
+    return nest.pack_sequence_as(call.result, outputs)
+
+
+def record(tapes, sources, outputs, backward, devices=True):
+    """Records ``backward`` on each recording tape of ``tapes`` that watches a source.
+
+    Args:
+        tapes: Candidate tapes.
+        sources: Tensors and variables, one per gradient ``backward`` returns.
+        outputs: The output tensors (fresh ids are given to them).
+        backward: ``backward(cotangents) -> gradients``.
+        devices: Whether the tape may build zeros for missing cotangents (False for
+            symbolic outputs, whose shapes may be unknown: ``backward`` then gets None).
+    """
     from eagerflow.tape import _append_entry, _assign_id
 
+    entry = _Entry(
+        None, tuple(o._tid for o in sources),
+        tuple(o._value.shape for o in sources),
+        tuple(_is_float(o._value.dtype) for o in sources), None, None, {},
+        (), tuple((o._value.shape, o._value.dtype, o._device if devices else None)
+                  for o in outputs),
+        backward=backward)
     entry.output_ids = tuple(_assign_id(o) for o in outputs)
     for tape in tapes:
-        if tape._watch_accessed_variables:  # the reads happened while tapes were paused
-            for v in variables:
-                tape._watch_variable(v)
-            for _, a in tensor_args:
-                if getattr(a, "_is_variable", False) and a.trainable:
-                    tape._watch_variable(a)
-        if any(i in tape._ids for i in entry.input_ids if i) or any(
-                v._tid in tape._ids for v in variables):
+        if tape._recording and any(i and i in tape._ids for i in entry.input_ids):
             _append_entry(tape, entry)
-    return nest.pack_sequence_as(result, outputs)
 
 
 def recompute_grad(f):

@@ -30,6 +30,8 @@ def _install_backward_compiler():
 
 
 _install_backward_compiler()
+# Installs the traced form of custom_gradient (a CustomGradient node) and its executor step.
+from eagerflow.function import custom_gradient_graph as _custom_gradient_graph  # noqa: E402,F401
 
 
 class _FunctionPackage(_types.ModuleType):

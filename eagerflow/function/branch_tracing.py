@@ -25,6 +25,7 @@ from eagerflow import nest
 from eagerflow.framework import context
 from eagerflow.function import builtins
 from eagerflow.function import control_flow_exec  # noqa: F401 - registers the executor steps
+from eagerflow.function import control_flow_grad as grad_lib
 from eagerflow.function.graph import Graph, aval_of
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
 from eagerflow.function.tracer import Tracer, _at_user_line, _device_string, tracing
@@ -73,7 +74,10 @@ class BranchTracer(Tracer):
             node = self.graph.add_capture(outer, aval)
             self._captured[key] = node
             self._alive.append(value)
-        return SymbolicTensor(self.graph, node, 0)
+        t = SymbolicTensor(self.graph, node, 0)
+        if _state.tapes and getattr(value, "_tid", 0):
+            grad_lib.record_capture(value, t)
+        return t
 
     def read_variable(self, variable):
         key = id(variable)

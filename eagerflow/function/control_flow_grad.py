@@ -44,7 +44,8 @@ from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.ops import dispatch
 from eagerflow.ops.registry import AbstractValue
 
-__all__ = ["record", "conditional_backward", "while_backward", "replay", "ensure_history"]
+__all__ = ["record", "record_capture", "conditional_backward", "while_backward", "replay",
+           "ensure_history"]
 
 _state = context.state
 # Nodes of backward loop bodies that read the forward history (see while_backward).
@@ -73,6 +74,25 @@ def record(kind, inputs, outputs, backward):
         # zeros (symbolic outputs may have unknown dimensions).
         tuple((o._value.shape, o._value.dtype, None) for o in outputs), backward=backward)
     entry.output_ids = tuple(_assign_id(o) for o in outputs)
+    for tape in tapes:
+        _append_entry(tape, entry)
+
+
+def record_capture(outer, inner):
+    """Records the capture of ``outer`` by a sub-graph as an identity to ``inner``, on the
+    tapes of the sub-graph's trace that watch ``outer`` (a tape inside a custom gradient or
+    a branch that watches a tensor from outside, as TF records captures)."""
+    from eagerflow.tape import _append_entry, _assign_id
+    from eagerflow.tape_entry import Entry as _Entry
+
+    tid = outer._tid
+    tapes = [t for t in _state.tapes if t._recording and tid in t._ids]
+    if not tapes:
+        return
+    entry = _Entry(None, (tid,), (outer._value.shape,), (_is_float(outer),), None, None, {},
+                   (), ((inner._value.shape, inner._value.dtype, None),),
+                   backward=_cotangents)
+    entry.output_ids = (_assign_id(inner),)
     for tape in tapes:
         _append_entry(tape, entry)
 
@@ -258,6 +278,10 @@ def _replay_node(node, args, graph, library, what):
         return out if isinstance(out, tuple) else (out,)
     op = node.op
     if op == builtins.CONST:
+        if _state.trace is None:  # a custom gradient's sub-graph run eagerly
+            from eagerflow.tensor import wrap
+
+            return (wrap(node.value, context.CPU0),)
         return (_state.trace.const(node.value),)
     if op == builtins.READ_VARIABLE:
         variable = graph.variables[node.attrs["variable"]]
@@ -271,6 +295,10 @@ def _replay_node(node, args, graph, library, what):
         return _replay_conditional(node, args, library, what)
     if op == builtins.WHILE:
         return _replay_while(node, args, library, what)
+    if op == builtins.CUSTOM_GRADIENT:
+        from eagerflow.function.custom_gradient_graph import replay_node
+
+        return tuple(replay_node(node, args, graph, library))
     raise errors.UnimplementedError(
         None, op, "Cannot differentiate through the %s node %s inside a %s%s." % (
             op, node.name, what, _where(node)))

@@ -14,7 +14,8 @@ rely on, for every function of the library at once:
 * values: every declared shape has a byte size that fits in 63 bits, a primitive with a
   shape rule produces the dtypes and shapes the node declares, a variable op's value has its
   variable's dtype and shape, sub-graph names refer to functions of the library and no
-  function calls itself (directly or through others);
+  function calls itself (directly or through others), and a custom gradient's backward
+  function takes and returns what its node passes and expects;
 * effects: a loaded ``Print`` node writes only to stdout or stderr, never to a file.
 
 Whatever is refused raises ``eagerflow.errors.DataLossError`` (or ``NotFoundError`` for an
@@ -247,6 +248,8 @@ def _check_builtin(node, at, library, variables):
                 at, n_in, _short(counts[0]), _short(counts[1])))
     if op == builtins.FUSED_ELEMENTWISE:
         _check_fused(node, at)
+    if op == builtins.CUSTOM_GRADIENT:
+        _check_custom_gradient(node, at, library, variables)
     names = []
     for key in _SUBGRAPH_ATTRS.get(op, ()):
         value = attrs.get(key)
@@ -256,6 +259,40 @@ def _check_builtin(node, at, library, variables):
                               "library." % (at, _short(name)))
             names.append(name)
     return names
+
+
+def _check_custom_gradient(node, at, library, variables):
+    """A custom gradient's counts, variable indices and sub-graph signature agree: its
+    outputs are its first inputs, and its backward takes one cotangent per output plus the
+    remaining inputs and returns one gradient per source marked in ``has_grad``."""
+    a = node.attrs
+    n_in, n_out = len(node.inputs), node.num_outputs
+    m, indices, has_grad = a.get("n_sources"), a.get("variables"), a.get("has_grad")
+    if m.__class__ is not int or m < 0 or n_out < 1 or n_out + m > n_in:
+        raise _refuse("%s has %d inputs and %d outputs for %s sources." % (
+            at, n_in, n_out, _short(m)))
+    if not isinstance(indices, tuple) or any(
+            i.__class__ is not int or not 0 <= i < len(variables) for i in indices):
+        raise _refuse("%s refers to variables %s of %d." % (at, _short(indices),
+                                                             len(variables)))
+    if not isinstance(has_grad, tuple) or len(has_grad) != m + len(indices) or any(
+            h.__class__ is not bool for h in has_grad):
+        raise _refuse("%s has the gradient mask %s for %d sources." % (
+            at, _short(has_grad), m + len(indices)))
+    for k in range(n_out):
+        src, i = node.inputs[k]
+        if not _compatible(src.avals[i], node.avals[k]):
+            raise _refuse("%s forwards a %s input as a %s output." % (
+                at, src.avals[i], node.avals[k]))
+    grad = library.get(a.get("grad")) if a.get("grad").__class__ is str else None
+    if grad is None:
+        return  # the sub-graph check names the missing function
+    if len(grad.inputs) != n_in - m or len(grad.outputs) != sum(has_grad) or any(
+            not _compatible(grad.inputs[k].avals[0], node.avals[k]) for k in range(n_out)):
+        raise _refuse("%s: its gradient function %s takes %d arguments and returns %d "
+                      "gradients; the node passes %d and expects %d." % (
+                          at, _short(a["grad"]), len(grad.inputs), len(grad.outputs),
+                          n_in - m, sum(has_grad)))
 
 
 _FUSED_TEXT_LIMIT = 4096

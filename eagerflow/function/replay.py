@@ -76,6 +76,10 @@ def replay(graph, args, nodes=None):
             var = variables[node.attrs["variable"]]
             getattr(var, _ASSIGNS[op])(ins[0], read_value=False)
             outs = ()
+        elif op == builtins.CUSTOM_GRADIENT:
+            from eagerflow.function.custom_gradient_graph import replay_node
+
+            outs = replay_node(node, ins, graph, graph.library)
         elif op == builtins.PRINT:
             print_template(tuple(node.attrs["template"]), list(ins),
                            node.attrs.get("output_stream", "stderr"),

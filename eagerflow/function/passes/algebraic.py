@@ -16,9 +16,9 @@ A rewrite to ``x`` happens only when the node's abstract value (shape and dtype)
 ``x``'s, so broadcasting by the constant is never lost. Complex values are left alone
 (``(a+bi) * 1`` is not exact when ``b`` is infinite).
 
-``remove_identities`` (TF's ``dependency_optimization``) drops Identity and StopGradient
-nodes: StopGradient matters only to a tape recording the trace, and gradients are traced
-before a graph is optimized.
+``remove_identities`` (TF's ``dependency_optimization``) drops Identity, StopGradient and
+CustomGradient nodes: what they mean to gradients matters only to a tape recording the
+trace, and gradients are traced before a graph is optimized.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def run(graph):
 
 
 def remove_identities(graph):
-    """Forwards the inputs of Identity/StopGradient nodes; returns True if changed."""
+    """Forwards the inputs of Identity/StopGradient/CustomGradient nodes; returns True if
+    changed."""
     return _sweep(graph, _identity)
 
 
@@ -49,6 +50,13 @@ def _sweep(graph, rule):
     mutated = False
     for node in graph.nodes:
         sub.apply(node)
+        if node.op == builtins.CUSTOM_GRADIENT and rule is _identity and all(
+                sub.can_replace_output(node, src) for src, _ in node.inputs[:node.num_outputs]):
+            # Its outputs are its first inputs; the gradient rule it carries was used when
+            # the gradient was traced, before optimization.
+            for k in range(node.num_outputs):
+                sub.replace(node, k, node.inputs[k])
+            continue
         result = rule(node) if node.prim is not None and not node.prim.stateful else None
         if result is None:
             kept.append(node)

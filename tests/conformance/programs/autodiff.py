@@ -249,3 +249,34 @@ def p_grad_in_function(tf):
         return t.gradient(y, v)
 
     return {"g": f()}
+
+
+def p_custom_gradient_in_cond_and_loop(tf):
+    # Inside tf.function, a custom rule applies in a cond branch and in a while body too.
+    @tf.custom_gradient
+    def cube_with_rule(x):
+        def grad(upstream):
+            return upstream * 0.5 * x
+
+        return x * x * x, grad
+
+    @tf.function
+    def in_cond(x, p):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.cond(p > 0, lambda: tf.reduce_sum(cube_with_rule(x)),
+                        lambda: tf.reduce_sum(x))
+        return tape.gradient(y, x)
+
+    @tf.function
+    def in_loop(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            acc = tf.zeros_like(x)
+            for _ in tf.range(2):
+                acc = acc + cube_with_rule(x)
+            y = tf.reduce_sum(acc)
+        return tape.gradient(y, x)
+
+    x = tf.constant([3.0, -1.2])
+    return {"cond": in_cond(x, tf.constant(1.0)), "loop": in_loop(x)}

@@ -220,3 +220,72 @@ def p_keras_model_export(tf):
         "n_variables": len(loaded.variables),
         "n_trainable": len(loaded.trainable_variables),
     }
+
+
+def p_saved_model_custom_gradient(tf):
+    # The custom rule (0.5 * x), not the derivative of x**3, survives the round trip.
+    d = tempfile.mkdtemp()
+
+    @tf.custom_gradient
+    def cube_with_rule(x):
+        def grad(upstream):
+            return upstream * 0.5 * x
+
+        return x * x * x, grad
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([3], tf.float32)])
+        def f(self, x):
+            return tf.reduce_sum(cube_with_rule(x))
+
+    m = M()
+    x = tf.constant([3.0, -1.2, -9.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = m.f(x)
+    before = tape.gradient(y, x)
+    tf.saved_model.save(m, d)
+    loaded = tf.saved_model.load(d)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loaded.f(x)
+    after = tape.gradient(y, x)
+
+    @tf.function
+    def traced_gradient(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = loaded.f(x)
+        return tape.gradient(y, x)
+
+    return {"before": before, "after": after, "traced": traced_gradient(x),
+            "value": loaded.f(x)}
+
+
+def p_saved_model_custom_gradient_variable(tf):
+    # A rule for a variable the function reads (grad_fn(variables=...)), after loading.
+    d = tempfile.mkdtemp()
+
+    class M(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(2.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([2], tf.float32)])
+        def f(self, x):
+            @tf.custom_gradient
+            def scale(x):
+                def grad(upstream, variables=None):
+                    return upstream * 10.0, [tf.reduce_sum(upstream) * -1.0]
+
+                return x * self.w, grad
+
+            return tf.reduce_sum(scale(x))
+
+    tf.saved_model.save(M(), d)
+    loaded = tf.saved_model.load(d)
+    x = tf.constant([1.0, 4.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loaded.f(x)
+    gx, gw = tape.gradient(y, [x, loaded.w])
+    return {"y": y, "gx": gx, "gw": gw}

@@ -67,7 +67,7 @@ _LAZY_SUBMODULES = ("data", "keras", "saved_model", "distribute", "train", "summ
                     "profiler", "autograph", "io", "image", "debugging", "types", "strings",
                     "ragged", "sparse")
 _LAZY_NAMES = dict(_LAZY_NAMES, RaggedTensor="eagerflow.ragged.ragged_tensor",
-                   RaggedTensorSpec="eagerflow.ragged.ragged_tensor_spec",
+                   RaggedTensorSpec="eagerflow.ragged.ragged_tensor",
                    SparseTensor="eagerflow.sparse.sparse_tensor",
                    SparseTensorSpec="eagerflow.sparse.sparse_tensor")
 

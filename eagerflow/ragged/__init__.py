@@ -6,8 +6,7 @@ Example:
     [1, 2, 3]
 """
 
-from eagerflow.ragged.ragged_tensor import RaggedTensor  # noqa: F401
-from eagerflow.ragged.ragged_tensor_spec import RaggedTensorSpec  # noqa: F401
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec  # noqa: F401
 from eagerflow.ragged.ragged_array_ops import (  # noqa: F401
     concat, constant, gather, map_flat_values, stack,
 )

@@ -10,6 +10,9 @@ buckets). A :class:`BucketPlan` is built once per set of gradient shapes and dty
 - each bucket holds one dtype and at most ``bytes_per_pack`` bytes;
 - a tensor larger than the cap, or alone in its bucket, is reduced in place in its own
   array: packing it would only add a copy (16 x 4 MB was slower fused than unfused here);
+- the communicator packs each bucket (``Communicator.allreduce_packed``); the MPI one
+  packs straight into the shared-memory window its sum reads from, so between ranks of
+  one machine the packing copy is the only copy-in;
 - the flat buffers are allocated once and the reduced gradients come back as views into
   them (no unpacking copy); a buffer is reused at the next step only if none of last
   step's gradients is still referenced (else a fresh one is made), so a gradient a
@@ -24,8 +27,8 @@ Optional lossy compression (``compression="fp16"`` or ``"bf16"``) casts float32/
 buckets to 16 bits for the transfer and back after it (Horovod's ``Compression.fp16``).
 It halves the bytes moved but rounds every gradient to 16 bits and sums in 16 bits; it is
 off by default. Measured here (``python -m eagerflow.benchmarks --filter mpi``, 2 ranks on
-one machine): the fp16 transfer was 7x *slower* than float32 (MPICH sums float16 in
-software), and the loss curve of the digits custom loop moved by at most 8.6e-5
+one machine): the fp16 transfer was 7x *slower* than float32 (numpy converts and sums
+float16 in software), and the loss curve of the digits custom loop moved by at most 8.6e-5
 (relative, 12 steps). It can pay only where the network, not the reduction, is the
 bottleneck.
 
@@ -275,29 +278,34 @@ class BucketPlan:
         grads = list(map(np.asarray, grads))
         if list(map(_SHAPE, grads)) != self.shapes or list(map(_DTYPE, grads)) != self.dtypes:
             self._bad_grad(grads)
-        wires = []
+        groups, flats, wired = [], [], []
         for b in self.buckets:
             if not self._reusable(b):
                 self._allocate(b)
-            # One C loop packs the bucket: concatenate flattens each input into ``out``.
-            np.concatenate(b.pick(grads), axis=None, out=b.flat)
-            if b.wire is not None:
-                np.copyto(b.wire, b.flat, casting="unsafe")
-                wires.append(b.wire)
+            if b.wire is None:
+                # The communicator packs the bucket where its transfer starts from (one
+                # C loop: concatenate flattens each gradient into place).
+                groups.append(b.pick(grads))
+                flats.append(b.flat)
             else:
-                wires.append(b.flat)
+                np.concatenate(b.pick(grads), axis=None, out=b.flat)
+                np.copyto(b.wire, b.flat, casting="unsafe")
+                wired.append(b)
+        if groups:
+            comm.allreduce_packed(groups, flats, "sum", timeout=timeout, name=name)
         big = [grads[i] for i in self.in_place]
-        reduced = comm.allreduce(wires + big, "sum", timeout=timeout, name=name)
+        reduced = []
+        if wired or big:
+            reduced = comm.allreduce([b.wire for b in wired] + big, "sum", timeout=timeout,
+                                     name=name)
+        for b, res in zip(wired, reduced):
+            np.copyto(b.flat, res, casting="unsafe")
         mean = op == "mean" and comm.size > 1
-        out = list(self._views)
-        for b, res in zip(self.buckets, reduced):
-            if b.wire is not None:
-                np.copyto(b.flat, res, casting="unsafe")
-            elif res is not b.flat:
-                b.flat[...] = res
-            if mean:
+        if mean:
+            for b in self.buckets:
                 _scale(b.flat, comm.size)
-        for i, res in zip(self.in_place, reduced[len(self.buckets):]):
+        out = list(self._views)
+        for i, res in zip(self.in_place, reduced[len(wired):]):
             out[i] = _scale(_writable(res), comm.size) if mean else res
         return out
 

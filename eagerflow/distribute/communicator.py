@@ -80,6 +80,28 @@ class Communicator:
         """
         raise NotImplementedError
 
+    def allreduce_packed(self, groups, flats, op="sum", *, timeout=None, name=None):
+        """Reduces the concatenation of each group of arrays into its flat buffer.
+
+        What gradient buckets use: an implementation may pack each group wherever its
+        transfer starts from (the MPI one packs into shared memory), saving the copy into
+        ``flats`` before the reduction. The result equals ``allreduce`` of the packed
+        buffers, bit for bit.
+
+        Args:
+            groups: Lists of arrays; group ``k``'s sizes add up to ``flats[k].size`` and
+                its dtype is ``flats[k]``'s.
+            flats: Writable, C-contiguous 1-D arrays that receive the results.
+            op, timeout, name: As for :meth:`allreduce`.
+
+        Returns:
+            ``flats``, holding the reduced values.
+        """
+        for group, flat in zip(groups, flats):
+            np.concatenate(group, axis=None, out=flat)
+        self.allreduce(flats, op, timeout=timeout, name=name)
+        return flats
+
     def allgather(self, array, *, timeout=None, name=None):
         """Concatenates every rank's array along axis 0, in rank order."""
         raise NotImplementedError

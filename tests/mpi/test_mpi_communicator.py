@@ -19,6 +19,25 @@ def test_mpi_matches_rank_order_reference_and_buckets_match_per_tensor(n):
     ok(mpirun(n, "collectives.py"), n)
 
 
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_shared_memory_sums_match_local_reference(n):
+    # Sums between ranks of one machine go through the shared window: every dtype, empty
+    # arrays, buffers over one round, packed pieces across rounds; 5 ranks: segmented.
+    res = mpirun(n, "shared_sums.py", *(["--quick"] if n == 5 else []), timeout=240)
+    ok(res, n)
+    assert ("full" if n <= 4 else "segmented") in res.stdout
+
+
+def test_sums_without_shared_memory_use_mpi_allreduce_and_match():
+    # The path across machines (or with EAGERFLOW_MPI_SHARED_MEMORY=0): MPI_Allreduce,
+    # still equal to the rank-order reference and buckets equal per-tensor.
+    env = {"EAGERFLOW_MPI_SHARED_MEMORY": "0"}
+    res = mpirun(3, "shared_sums.py", env=env)
+    ok(res, 3)
+    assert "off" in res.stdout
+    ok(mpirun(2, "collectives.py", env=env), 2)
+
+
 def _run_fault(n, mode, tmp_path, env=None):
     """Runs faults.py MODE; returns the result, {rank: (pid, ready time)} and the end time.
 

@@ -227,16 +227,20 @@ def test_max_pool_grad_nan_input_routes_to_the_first_nan():
                                        ((64, 11, 11, 64), pattrs(2, 2))])
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
 @pytest.mark.parametrize("ties", [True, False])
-def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad, ties):
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad, ties, dtype):
     # Windows that tile the input take the one-mask form; the per-tap form (which handles
-    # every geometry) must give the same bits, on one thread and on several, with ties
-    # (the tie rule runs) and with distinct values (it is skipped).
+    # every geometry) must give the same bits, on one thread and on several, in blocks of
+    # one example and of many, with ties (the tie rule runs) and with distinct values (it
+    # is skipped), in every float dtype.
     from eagerflow.backend import cpu_threads
 
-    x = P._values(RNG, shape, dtypes.float32)
+    if dtype is not dtypes.float32 and np.prod(shape) > 1 << 16:
+        pytest.skip("the large shapes run in float32")
+    x = P._values(RNG, shape, dtype)
     if ties:
         x = np.maximum(x, 0).astype(x.dtype)    # zeros after a relu: ties in many windows
-    g = uniform(_pool_out(shape, a), dtypes.float32)
+    g = uniform(_pool_out(shape, a), dtype)
     if bad is not None and g.size:
         g.reshape(-1)[-1] = bad
         x.reshape(-1)[-1] = np.nan
@@ -251,13 +255,15 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
         for n in (1, 2):
             cpu_threads.set_threads(n)
             outs.append(execute(P.MAX_POOL_GRAD, args, a).numpy())
+        monkeypatch.setattr(PK, "TILED_BLOCK_ELEMENTS", 1)
+        outs.append(execute(P.MAX_POOL_GRAD, args, a).numpy())
         assert tiled_calls or not x.size
         monkeypatch.setattr(PK, "_tiles", lambda g, attrs: False)
         per_tap = execute(P.MAX_POOL_GRAD, args, a).numpy()
     finally:
         cpu_threads.set_threads(0)
     for out in outs:
-        np.testing.assert_array_equal(out, per_tap)
+        np.testing.assert_array_equal(out.view(np.uint8), per_tap.view(np.uint8))
 
 
 def test_pool_gradients_in_function_equal_eager():

@@ -48,7 +48,8 @@ from eagerflow.variables import (  # noqa: E402,F401
 from eagerflow.ops import variable_ops  # noqa: E402,F401  (the ops variables call)
 from eagerflow.utils import executing_eagerly, get_static_value  # noqa: E402,F401
 from eagerflow import function  # noqa: E402,F401  (the package; calling it traces)
-from eagerflow.function.control_flow import case, cond, switch_case, while_loop  # noqa
+from eagerflow.function.control_flow import case, cond, switch_case  # noqa
+from eagerflow.function.while_loop import while_loop  # noqa
 from eagerflow.ops.print_ops import print_ as print  # noqa: E402,F401,A001
 from eagerflow.ops.array.tensor_array_ops import TensorArray  # noqa: E402,F401
 from eagerflow.function.functional_ops import (  # noqa: E402,F401

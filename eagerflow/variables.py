@@ -360,7 +360,7 @@ class Variable(metaclass=_VariableMeta):
             ValueError: If the shape does not match (TF's class).
         """
         if _state.trace is not None:
-            _state.trace.assign_variable(self, value, "AssignVariableOp")
+            _state.trace.assign_variable(self, value, "assign")
             return self if read_value else None
         t = self._new_value(value, "AssignVariableOp")
         self._check_shape(t._value.shape, "AssignVariableOp")
@@ -376,7 +376,7 @@ class Variable(metaclass=_VariableMeta):
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Adds ``delta``; returns the variable."""
         if _state.trace is not None:
-            _state.trace.assign_variable(self, delta, "AssignAddVariableOp")
+            _state.trace.assign_variable(self, delta, "assign_add")
             return self if read_value else None
         t = self._new_value(delta, "AssignAddVariableOp")
         with self._lock:
@@ -394,7 +394,7 @@ class Variable(metaclass=_VariableMeta):
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         """Subtracts ``delta``; returns the variable."""
         if _state.trace is not None:
-            _state.trace.assign_variable(self, delta, "AssignSubVariableOp")
+            _state.trace.assign_variable(self, delta, "assign_sub")
             return self if read_value else None
         t = self._new_value(delta, "AssignSubVariableOp")
         with self._lock:

@@ -16,7 +16,7 @@ from eagerflow import errors
 from eagerflow.data import ragged_elements, rows as rows_lib, sparse_elements, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
-from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
 from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape

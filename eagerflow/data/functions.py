@@ -24,7 +24,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.data import ragged_elements, sparse_elements, structure
-from eagerflow.ragged.ragged_tensor import RaggedTensorSpec
+from eagerflow.ragged import RaggedTensorSpec
 from eagerflow.sparse.sparse_tensor import SparseTensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec

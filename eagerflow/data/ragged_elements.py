@@ -22,7 +22,7 @@ import numpy as np
 
 from eagerflow import errors
 from eagerflow.data import structure
-from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
 from eagerflow.tensor_shape import TensorSpec
 
 __all__ = ["is_ragged", "is_ragged_spec", "rows", "nrows", "stack", "from_dense",

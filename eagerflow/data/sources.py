@@ -13,8 +13,8 @@ from eagerflow.data import arguments, ragged_elements, rows as rows_lib, sparse_
 from eagerflow.data import structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
-from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
-from eagerflow.ragged.ragged_tensor import constant as ragged_constant
+from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
+from eagerflow.ragged import constant as ragged_constant
 from eagerflow.sparse.sparse_tensor import SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec, as_shape

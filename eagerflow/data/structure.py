@@ -25,7 +25,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow.framework import context
-from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
 from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
 from eagerflow.tensor_shape import TensorShape, TensorSpec

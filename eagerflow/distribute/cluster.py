@@ -36,6 +36,7 @@ from eagerflow.distribute.cluster_resolver import ClusterResolver, ClusterSpec
 from eagerflow.distribute.rpc import wire
 from eagerflow.distribute.rpc.rendezvous import StepInbox, StepRendezvous
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function import rendezvous as rendezvous_lib
 from eagerflow.function import task_partition
 
@@ -356,7 +357,7 @@ class ClusterExecutor:
         for k, part in enumerate(self.partitioned.partitions):
             if part.task == self.runtime.task:
                 self._local[k] = Executor(part.graph)
-        self.output_devices = [None if node.op == "Placeholder" else context.CPU0
+        self.output_devices = [None if node.op == builtins.PLACEHOLDER else context.CPU0
                                for node, _ in graph.outputs]
 
     @property

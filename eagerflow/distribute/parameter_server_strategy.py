@@ -31,6 +31,7 @@ from eagerflow.distribute import cluster as cluster_lib
 from eagerflow.distribute import distribute_lib
 from eagerflow.distribute.sharded_variable import ShardedVariable, shard_sizes
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function import task_partition
 
 __all__ = ["ParameterServerStrategy", "PSVariable"]
@@ -110,7 +111,7 @@ class PSVariable(variables_lib.Variable):
 
         t = convert_to_tensor(value, dtype=self.dtype)
         if kind == "assign":
-            self._check_shape(t.shape, "AssignVariableOp")
+            self._check_shape(t.shape, builtins.ASSIGN_VARIABLE)
         self._remote(kind)(t)
 
     def assign(self, value, use_locking=None, name=None, read_value=True):

@@ -24,6 +24,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
+from eagerflow.function import builtins
 
 __all__ = ["Partitioner", "FixedShardsPartitioner", "MinSizePartitioner",
            "MaxSizePartitioner", "ShardedVariable", "shard_sizes"]
@@ -203,7 +204,7 @@ class ShardedVariable:
         value = ef.convert_to_tensor(value, dtype=self.dtype)
         if list(value.shape) != list(self._shape):
             raise errors.InvalidArgumentError(
-                None, "AssignVariableOp", "Cannot assign a value of shape %s to sharded "
+                None, builtins.ASSIGN_VARIABLE, "Cannot assign a value of shape %s to sharded "
                 "variable %s of shape %s." % (list(value.shape), self._name,
                                               list(self._shape)))
         return ef.split(value, self._rows, axis=0)

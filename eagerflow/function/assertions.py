@@ -13,6 +13,7 @@ import numpy as np
 
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function.symbolic import user_frame
 from eagerflow.function.tracer import _device_string
 from eagerflow.ops.static_value import constant_value
@@ -80,7 +81,7 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's nam
     data = list(data) if isinstance(data, (list, tuple)) else [data]
     if _state.trace is None:
         if not bool(np.all(np.asarray(convert_to_tensor(condition).numpy()))):
-            raise errors.InvalidArgumentError(None, "Assert", "assertion failed: %s" % (
+            raise errors.InvalidArgumentError(None, builtins.ASSERT, "assertion failed: %s" % (
                 format_data([d if isinstance(d, str) else np.asarray(
                     convert_to_tensor(d).numpy()) for d in data], summarize),))
         return None
@@ -93,7 +94,7 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's nam
     inputs = [tracer.to_symbolic(condition)] + [tracer.to_symbolic(t) for t in tensors]
     order = "".join("s" if isinstance(d, str) else "t" for d in data)
     node = tracer.graph.add_node(
-        "Assert", [(t._node, t._index) for t in inputs],
+        builtins.ASSERT, [(t._node, t._index) for t in inputs],
         {"kind": "data", "message": "assertion failed", "order": order,
          "strings": tuple(d for d in data if isinstance(d, str)), "summarize": summarize},
         (), device=_device_string(), stateful=True)

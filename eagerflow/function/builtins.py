@@ -35,7 +35,7 @@ from __future__ import annotations
 __all__ = ["Builtin", "BUILTINS", "names", "PLACEHOLDER", "CONST", "READ_VARIABLE",
            "ASSIGN_VARIABLE", "ASSIGN_ADD_VARIABLE", "ASSIGN_SUB_VARIABLE", "PRINT", "IF",
            "CASE", "WHILE", "CALL", "ASSERT", "SEND", "RECV", "COLLECTIVE_REDUCE",
-           "COLLECTIVE_GATHER", "FUSED_ELEMENTWISE", "CUSTOM_GRADIENT"]
+           "COLLECTIVE_GATHER", "FUSED_ELEMENTWISE", "CUSTOM_GRADIENT", "ASSIGN_OPS"]
 
 _FLAGS = ("stateful", "pure", "free", "variable", "assigns", "control_flow", "subgraphs",
           "replays", "debug")
@@ -113,3 +113,6 @@ COLLECTIVE_GATHER = _declare("CollectiveGather", stateful=True)
 FUSED_ELEMENTWISE = _declare("FusedElementwise", pure=True)
 # Forwards its first inputs; its sub-graph is a custom gradient (custom_gradient_graph.py).
 CUSTOM_GRADIENT = _declare("CustomGradient", pure=True, subgraphs=("grad",), replays=True)
+
+# The variable write performing each Variable method ("assign" -> "AssignVariableOp").
+ASSIGN_OPS = {b.assigns: name for name, b in BUILTINS.items() if b.assigns}

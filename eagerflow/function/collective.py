@@ -26,6 +26,7 @@ import threading
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function import executor as executor_lib
 from eagerflow.function import multi_device
 from eagerflow.function import rendezvous as rendezvous_lib
@@ -120,11 +121,11 @@ class LocalGroup:
         return gathered
 
     def all_reduce(self, rank, arrays, op, instance):
-        gathered = self._exchange(rank, instance, arrays, "CollectiveReduce")
+        gathered = self._exchange(rank, instance, arrays, builtins.COLLECTIVE_REDUCE)
         return [reduce_arrays([g[i] for g in gathered], op) for i in range(len(arrays))]
 
     def all_gather(self, rank, array, instance):
-        gathered = self._exchange(rank, instance, [array], "CollectiveGather")
+        gathered = self._exchange(rank, instance, [array], builtins.COLLECTIVE_GATHER)
         return np.concatenate([g[0] for g in gathered], axis=0)
 
 
@@ -135,12 +136,12 @@ def add_reduce_node(trace, tensors, op, group_key, group_size, rank, instance, d
     from eagerflow.function.symbolic import SymbolicTensor
 
     if op not in REDUCE_OPS:
-        raise errors.InvalidArgumentError(None, "CollectiveReduce", "Unknown reduction %r."
+        raise errors.InvalidArgumentError(None, builtins.COLLECTIVE_REDUCE, "Unknown reduction %r."
                                           % (op,))
     ins = [trace.to_symbolic(t) for t in tensors]
     avals = tuple(AbstractValue(t._node.avals[t._index].shape, t.dtype) for t in ins)
     node = trace.graph.add_node(
-        "CollectiveReduce", [(t._node, t._index) for t in ins],
+        builtins.COLLECTIVE_REDUCE, [(t._node, t._index) for t in ins],
         {"group_key": group_key, "group_size": group_size, "rank": rank,
          "instance_key": instance, "reduce_op": op}, avals, device=device,
         name="collective_reduce", stateful=True)
@@ -157,7 +158,7 @@ def add_gather_node(trace, tensor, group_key, group_size, rank, instance, device
         first = shape[0] * group_size if shape[0] is not None else None
         shape = (first,) + tuple(shape[1:])
     node = trace.graph.add_node(
-        "CollectiveGather", [(t._node, t._index)],
+        builtins.COLLECTIVE_GATHER, [(t._node, t._index)],
         {"group_key": group_key, "group_size": group_size, "rank": rank,
          "instance_key": instance}, (AbstractValue(shape, t.dtype),), device=device,
         name="collective_gather", stateful=True)
@@ -173,7 +174,7 @@ def _reduce_step(node, device, executor):
     several = len(node.inputs) != 1
 
     def run(*arrays):
-        out = _group(key, "CollectiveReduce").all_reduce(rank, list(arrays), op, instance)
+        out = _group(key, builtins.COLLECTIVE_REDUCE).all_reduce(rank, list(arrays), op, instance)
         return tuple(out) if several else out[0]
 
     return run
@@ -184,10 +185,10 @@ def _gather_step(node, device, executor):
     key, rank, instance = attrs["group_key"], attrs["rank"], attrs["instance_key"]
 
     def run(array):
-        return _group(key, "CollectiveGather").all_gather(rank, array, instance)
+        return _group(key, builtins.COLLECTIVE_GATHER).all_gather(rank, array, instance)
 
     return run
 
 
-executor_lib.BUILTIN_STEPS["CollectiveReduce"] = _reduce_step
-executor_lib.BUILTIN_STEPS["CollectiveGather"] = _gather_step
+executor_lib.BUILTIN_STEPS[builtins.COLLECTIVE_REDUCE] = _reduce_step
+executor_lib.BUILTIN_STEPS[builtins.COLLECTIVE_GATHER] = _gather_step

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function.executor import BUILTIN_STEPS, Executor
 
 __all__ = ["SubExecutor", "library_of"]
@@ -166,9 +167,9 @@ def _stack(values, first, node, j):
     shapes = {tuple(np.shape(v)) for v in values}
     if len(shapes) > 1:
         raise errors.UnimplementedError(
-            None, "While", "Gradients of while_loop need every iteration's loop variable %d to "
-            "have one shape, but it took the shapes %s (node %s). Keep the shape fixed (pad) "
-            "or compute the gradient outside the loop." % (
+            None, builtins.WHILE, "Gradients of while_loop need every iteration's loop "
+            "variable %d to have one shape, but it took the shapes %s (node %s). Keep the "
+            "shape fixed (pad) or compute the gradient outside the loop." % (
                 j, sorted(list(s) for s in shapes), node.name))
     return xp.stack([xp.asarray(v) for v in values])
 
@@ -187,7 +188,7 @@ def _assert_step(node, device, executor):
             failed = sum(values) > 1
         if failed:
             raise errors.InvalidArgumentError(
-                None, "Assert", "%s (conditions: %s)" % (message, values))
+                None, builtins.ASSERT, "%s (conditions: %s)" % (message, values))
 
     return run_assert
 
@@ -206,14 +207,14 @@ def _assert_data_step(node, message):
         for kind in order:
             parts.append(next(s) if kind == "s" else np.asarray(next(t)))
         raise errors.InvalidArgumentError(
-            None, "Assert", "%s: %s" % (message, format_data(parts, summarize)))
+            None, builtins.ASSERT, "%s: %s" % (message, format_data(parts, summarize)))
 
     return run_assert
 
 
 BUILTIN_STEPS.update({
-    "If": _if_step,
-    "Case": _case_step,
-    "While": _while_step,
-    "Assert": _assert_step,
+    builtins.IF: _if_step,
+    builtins.CASE: _case_step,
+    builtins.WHILE: _while_step,
+    builtins.ASSERT: _assert_step,
 })

@@ -22,7 +22,10 @@ or when a function's gradient is traced once for all its calls) and adds graph n
 Replays emit only the nodes the outputs depend on, so variable writes and prints of the
 forward sub-graph never run again. Because the backward pass is built from the same
 ``cond``/``while_loop`` builders, the gradient nodes are recorded in turn: higher-order
-derivatives work the same way. Nested control flow is replayed with the builders too.
+derivatives work the same way. Nested control flow is replayed with the builders too. The
+builders' modules (``control_flow``, ``while_loop``) import this one to record their nodes,
+so the functions here import the builders when they run: the gradient of a control-flow op
+is control flow, a recursion no split of the modules removes.
 
 Limitations, reported with a clear error rather than a wrong number: a random op on which a
 differentiated branch or loop body output depends (recomputing it would draw new numbers;
@@ -36,6 +39,7 @@ import weakref
 
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.ops import dispatch
 from eagerflow.ops.registry import AbstractValue
@@ -118,7 +122,7 @@ def _gradients_of_replay(graph, inputs, sources, targets_cots, library, what):
 def conditional_backward(kind, selector, graphs, inputs, outputs, library):
     """The backward rule of an If/Case node: the same selection over gradient branches."""
     float_in = [k for k, x in enumerate(inputs) if _is_float(x)]
-    what = "cond" if kind == "If" else "switch_case"
+    what = "cond" if kind == builtins.IF else "switch_case"
 
     def backward(cotangent):
         cots = _cotangents(cotangent)
@@ -137,11 +141,10 @@ def conditional_backward(kind, selector, graphs, inputs, outputs, library):
                 return [g if g is not None else _zeros_like(s) for g, s in zip(grads, sources)]
             return branch
 
-        # The builders live in control_flow.py, which imports this module.
         from eagerflow.function.control_flow import cond, switch_case
 
         fns = [gradient_branch(g) for g in graphs]
-        if kind == "If":
+        if kind == builtins.IF:
             grads = cond(selector, fns[0], fns[1], name="cond_grad")
         else:
             grads = switch_case(selector, fns, name="switch_case_grad")
@@ -176,7 +179,7 @@ def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, libr
     invariants = [a.shape for a in node.avals[:n]]
 
     def backward(cotangent):
-        from eagerflow.function.control_flow import while_loop
+        from eagerflow.function.while_loop import while_loop
         from eagerflow.ops.indexing.gather_ops import gather
         from eagerflow.tensor_shape import TensorShape
 
@@ -246,7 +249,7 @@ def replay(graph, inputs, library, what):
     for node, value in zip(graph.inputs, inputs):
         env[(node.id, 0)] = value
     for node in graph.nodes:
-        if node.op == "Placeholder" or node.id not in needed:
+        if node.op == builtins.PLACEHOLDER or node.id not in needed:
             continue
         args = [env[(src.id, idx)] for src, idx in node.inputs]
         outs = _replay_node(node, args, graph, library, what)
@@ -261,7 +264,7 @@ def _replay_node(node, args, graph, library, what):
         # Differentiating a while_loop's backward pass: the gradient of reading the kept
         # history needs the number of iterations as a static shape.
         raise errors.UnimplementedError(
-            None, "While", "Second-order gradients through while_loop are not supported%s. "
+            None, builtins.WHILE, "Second-order gradients through while_loop are not supported%s. "
             "Compute the inner gradient outside the loop, or unroll the loop in Python." % (
                 _where(node)))
     if prim is not None:
@@ -274,13 +277,13 @@ def _replay_node(node, args, graph, library, what):
         out = dispatch.execute(prim, tuple(args), node.attrs)
         return out if isinstance(out, tuple) else (out,)
     op = node.op
-    if op == "Const":
+    if op == builtins.CONST:
         if _state.trace is None:  # a custom gradient's sub-graph run eagerly
             from eagerflow.tensor import wrap
 
             return (wrap(node.value, context.CPU0),)
         return (_state.trace.const(node.value),)
-    if op == "ReadVariableOp":
+    if op == builtins.READ_VARIABLE:
         variable = graph.variables[node.attrs["variable"]]
         if what == "while_loop":
             raise errors.UnimplementedError(
@@ -288,11 +291,11 @@ def _replay_node(node, args, graph, library, what):
                 "body depends on variable %r, which the loop also assigns%s. Carry the value "
                 "as a loop variable instead." % (variable.name, _where(node)))
         return (variable.read_value(),)
-    if op in ("If", "Case"):
+    if op in (builtins.IF, builtins.CASE):
         return _replay_conditional(node, args, library, what)
-    if op == "While":
+    if op == builtins.WHILE:
         return _replay_while(node, args, library, what)
-    if op == "CustomGradient":
+    if op == builtins.CUSTOM_GRADIENT:
         from eagerflow.function.custom_gradient_graph import replay_node
 
         return tuple(replay_node(node, args, graph, library))
@@ -304,7 +307,7 @@ def _replay_node(node, args, graph, library, what):
 def _replay_conditional(node, args, library, what):
     from eagerflow.function.control_flow import cond, switch_case
 
-    names = ((node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == "If"
+    names = ((node.attrs["then_branch"], node.attrs["else_branch"]) if node.op == builtins.IF
              else node.attrs["branches"])
     inputs = args[1:]
 
@@ -312,13 +315,13 @@ def _replay_conditional(node, args, library, what):
         return lambda: replay(library[name], inputs, library, what)
 
     fns = [branch(name) for name in names]
-    if node.op == "If":
+    if node.op == builtins.IF:
         return tuple(cond(args[0], fns[0], fns[1]))
     return tuple(switch_case(args[0], fns))
 
 
 def _replay_while(node, args, library, what):
-    from eagerflow.function.control_flow import while_loop
+    from eagerflow.function.while_loop import while_loop
     from eagerflow.tensor_shape import TensorShape
 
     attrs = node.attrs

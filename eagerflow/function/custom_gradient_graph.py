@@ -56,7 +56,7 @@ def trace_call(f, args, kwargs):
     """Runs a ``custom_gradient`` call while tracing: forward ops, backward sub-graph and
     one CustomGradient node; returns ``f``'s result with the node's outputs."""
     from eagerflow import nest
-    from eagerflow.function import control_flow as cf
+    from eagerflow.function import branch_tracing as cf
 
     tracer = _state.trace
     call = Call(f, args, kwargs)
@@ -76,11 +76,11 @@ def trace_call(f, args, kwargs):
         grads = call.gradients(tuple(cots))
         return [grads[k] for k in order]
 
-    root = cf._root_graph(tracer)
+    root = cf.root_graph(tracer)
     with stop_recording_all():
-        traced = cf._trace_subgraph(grad_body, cf._library_name(root, "custom_gradient_grad"),
+        traced = cf.trace_subgraph(grad_body, cf.library_name(root, "custom_gradient_grad"),
                                     [y.aval for y in ys], structure=[0] * len(ys))
-        captured = cf._bind_inputs([traced], len(ys))
+        captured = cf.bind_inputs([traced], len(ys))
     has_grad = tuple(t is not None for t in traced.flat)
     call.watch_variables([t for t in _state.tapes if t._recording])
     outputs = _emit(ys, sources, variables, traced.graph.name, traced.graph, captured,
@@ -152,9 +152,9 @@ def replay_node(node, args, graph, library):
     tracer = _state.trace
     target = library
     if tracer is not None:
-        from eagerflow.function import control_flow as cf
+        from eagerflow.function import branch_tracing as cf
 
-        target = cf._root_graph(tracer).library
+        target = cf.root_graph(tracer).library
         name = import_subgraph(target, name, library)
     for tape in _state.tapes:
         if tape._recording and tape._watch_accessed_variables:

@@ -72,7 +72,7 @@ class Executor:
         self.output_slots = [slots[(n.id, i)] for n, i in graph.outputs]
         steps = []
         last_use = {}
-        compute_nodes = [n for n in graph.nodes if n.op != "Placeholder"]
+        compute_nodes = [n for n in graph.nodes if n.op != builtins.PLACEHOLDER]
         for k, node in enumerate(compute_nodes):
             for src, idx in node.inputs:
                 last_use[slots[(src.id, idx)]] = k
@@ -89,7 +89,7 @@ class Executor:
             device = _node_device(node)
             self.devices.append(device)
             outs = tuple(slots[(node.id, i)] for i in range(node.num_outputs))
-            if node.op == "Const" and not frees[k]:
+            if node.op == builtins.CONST and not frees[k]:
                 value = node.value
                 template[outs[0]] = device.backend.asarray(value) if device.backend_index \
                     else value
@@ -196,7 +196,7 @@ class Executor:
         raise error from None
 
     def _device_of(self, node):
-        if node.op == "Placeholder":
+        if node.op == builtins.PLACEHOLDER:
             return None  # the argument's own device
         return _node_device(node)
 
@@ -217,19 +217,19 @@ class Executor:
             if node.num_outputs == 1:  # a multi-output primitive whose attrs ask for one
                 return lambda *a, _k=kernel, **kw: _k(*a, **kw)[0]
             return lambda *a, _k=kernel, **kw: tuple(_k(*a, **kw))
-        if op == "Const":
+        if op == builtins.CONST:
             value = node.value
             if device.backend_index:
                 value = device.backend.asarray(value)
             return lambda _v=value: _v
         variables = self.graph.variables
-        if op == "ReadVariableOp":
+        if op == builtins.READ_VARIABLE:
             var = variables[node.attrs["variable"]]
             return lambda _v=var: _v._value
         if op in _ASSIGNS:
             var = variables[node.attrs["variable"]]
             return _assign_step(var, op, getattr(self, "_owns_input", False))
-        if op == "Print":
+        if op == builtins.PRINT:
             return _print_step(node)
         factory = BUILTIN_STEPS.get(op)
         if factory is not None:
@@ -305,22 +305,22 @@ def _read_modify_write(nodes, slots, frees):
     position = {node.id: k for k, node in enumerate(nodes)}
     out = {}
     for k, node in enumerate(nodes):
-        if node.op != "FusedElementwise" or node.num_outputs != 1:
+        if node.op != builtins.FUSED_ELEMENTWISE or node.num_outputs != 1:
             continue
         users = consumers.get(slots[(node.id, 0)], [])
         if len(users) != 1:
             continue
         assign = nodes[users[0]]
-        if assign.op != "AssignVariableOp" or slots[(node.id, 0)] not in frees[users[0]]:
+        if assign.op != builtins.ASSIGN_VARIABLE or slots[(node.id, 0)] not in frees[users[0]]:
             continue
         variable = assign.attrs.get("variable")
         between = nodes[k + 1:users[0]]
-        if any(n.op == "ReadVariableOp" and n.attrs.get("variable") == variable
+        if any(n.op == builtins.READ_VARIABLE and n.attrs.get("variable") == variable
                for n in between):
             continue
         positions = []
         for p, (src, idx) in enumerate(node.inputs):
-            if (src.op == "ReadVariableOp" and src.attrs.get("variable") == variable
+            if (src.op == builtins.READ_VARIABLE and src.attrs.get("variable") == variable
                     and slots[(src.id, idx)] in frees[k] and src.id in position):
                 positions.append(p)
         if positions:
@@ -349,7 +349,8 @@ def _assign_step(var, op, owns_input=False):
         return (arr.__class__ is ndarray and arr.base is None and arr.flags.writeable
                 and sys.getrefcount(arr) <= 4)
 
-    if op == "AssignVariableOp":
+    method = builtins.BUILTINS[op].assigns
+    if method == "assign":
         def assign(value):
             with lock:
                 arr = var._value
@@ -362,7 +363,7 @@ def _assign_step(var, op, owns_input=False):
                 else:
                     var._write(backend.array(value, copy=True))
     else:
-        ufunc = backend.add if op == "AssignAddVariableOp" else backend.subtract
+        ufunc = backend.add if method == "assign_add" else backend.subtract
 
         def assign(value):
             with lock:

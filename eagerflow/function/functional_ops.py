@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from eagerflow import dtypes as d
 from eagerflow import nest
-from eagerflow.function.control_flow import while_loop
+from eagerflow.function.while_loop import while_loop
 from eagerflow.ops.array.tensor_array_ops import TensorArray
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorSpec

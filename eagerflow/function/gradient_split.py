@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 
+from eagerflow.function import builtins
 from eagerflow.function.graph import Graph, Node
 from eagerflow.function.symbolic import SymbolicTensor
 from eagerflow.function.tracer import tracing
@@ -47,7 +48,7 @@ def build(concrete):
     for t, o in zip(outputs, concrete._output_ids):
         t._tid = o
     variables = list(tape.watched_variables()) if tape is not None else []
-    cot_nodes = [graph.add_node("Placeholder", (), {}, (outputs[k].aval,),
+    cot_nodes = [graph.add_node(builtins.PLACEHOLDER, (), {}, (outputs[k].aval,),
                                 name="cotangent") for k in float_outputs]
     cots = [SymbolicTensor(graph, n, 0) for n in cot_nodes]
     with tracing(tracer):

@@ -70,6 +70,12 @@ class Node:
     def num_outputs(self):
         return len(self.avals)
 
+    @property
+    def is_constant(self):
+        """True for a Const node (its ``value`` is the constant): what ops that need a
+        static value (a shape, an axis) may read while tracing."""
+        return self.op == builtins.CONST
+
     def ref(self, index=0):
         """The ``name:index`` reference of one output."""
         return "%s:%d" % (self.name, index)
@@ -120,13 +126,13 @@ class Graph:
         return node
 
     def add_placeholder(self, aval, name):
-        node = self.add_node("Placeholder", (), {}, (aval,), name=name)
+        node = self.add_node(builtins.PLACEHOLDER, (), {}, (aval,), name=name)
         self.inputs.append(node)
         return node
 
     def add_capture(self, captured, aval, name="capture"):
         """A placeholder bound at call time to ``captured`` (eager tensor or variable)."""
-        node = self.add_node("Placeholder", (), {"capture": True}, (aval,), name=name,
+        node = self.add_node(builtins.PLACEHOLDER, (), {"capture": True}, (aval,), name=name,
                              value=captured)
         self.captures.append((node, captured))
         return node
@@ -174,7 +180,7 @@ class Graph:
             what = getattr(captured, "name", None) or type(captured).__name__
             lines.append("  %%%s = capture %s: %r" % (node.name, what, node.avals[0]))
         for node in self.nodes:
-            if node.op == "Placeholder":
+            if node.op == builtins.PLACEHOLDER:
                 continue
             lhs = ", ".join("%%%s" % (node.name if i == 0 else "%s:%d" % (node.name, i))
                             for i in range(max(node.num_outputs, 1))) \
@@ -185,7 +191,7 @@ class Graph:
                               if kv[0] != "capture")
             text = "%s = %s(%s%s)" % (lhs, node.op, ins, (", " + attrs) if attrs and ins
                                       else attrs)
-            if node.op == "Const":
+            if node.op == builtins.CONST:
                 text = "%s = Const(%s)" % (lhs, _short_value(node.value))
             types = ", ".join(repr(a) for a in node.avals)
             device = "  @%s" % node.device if node.device else ""

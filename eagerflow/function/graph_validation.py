@@ -42,6 +42,7 @@ import keyword
 import re
 
 from eagerflow import errors
+from eagerflow.framework.device_spec import DeviceSpec
 from eagerflow.function import builtins
 
 __all__ = ["keyword_name", "validate_graphs", "MAX_TENSOR_BYTES"]
@@ -113,17 +114,13 @@ def validate_graphs(graphs, variables_of):
 
 
 def _validate_graph(graph, where, library, variables):
-    from eagerflow.framework.device_spec import DeviceSpec
-    from eagerflow.function.executor import BUILTIN_STEPS
-    from eagerflow.function.graph import BUILTIN_OPS
-
     called = []
     for node in graph.nodes:
         at = "node %s (%s) of %s" % (_short(node.name), _short(node.op), where)
         if not (node.name.__class__ is str and _NODE_NAME.match(node.name)):
             raise _refuse("%s has the node name %s, which is not a valid node name "
                           "([A-Za-z0-9.][A-Za-z0-9_.\\-/>]*)." % (where, _short(node.name)))
-        if node.prim is None and node.op not in BUILTIN_OPS and node.op not in BUILTIN_STEPS:
+        if node.prim is None and node.op not in builtins.BUILTINS:
             raise errors.NotFoundError(None, None, "Cannot load the serialized function: %s "
                                        "uses an op that is neither registered nor a graph "
                                        "builtin." % at)
@@ -213,7 +210,7 @@ def _compatible(computed, declared):
 def _check_builtin(node, at, library, variables):
     op, attrs = node.op, node.attrs
     n_in, n_out = len(node.inputs), node.num_outputs
-    if op == "Placeholder" and (n_in or n_out != 1):
+    if op == builtins.PLACEHOLDER and (n_in or n_out != 1):
         raise _refuse("%s has %d inputs and %d outputs (a Placeholder has 0 and 1)." % (
             at, n_in, n_out))
     if op in _VARIABLE_OPS:
@@ -222,8 +219,8 @@ def _check_builtin(node, at, library, variables):
             raise _refuse("%s refers to variable %s of %d." % (at, _short(index),
                                                                len(variables)))
         var = variables[index]
-        value = node.avals[0] if op == "ReadVariableOp" and n_out == 1 else (
-            node.inputs[0][0].avals[node.inputs[0][1]] if op != "ReadVariableOp" and n_in == 1
+        value = node.avals[0] if op == builtins.READ_VARIABLE and n_out == 1 else (
+            node.inputs[0][0].avals[node.inputs[0][1]] if op != builtins.READ_VARIABLE and n_in == 1
             else None)
         if value is None:
             raise _refuse("%s has %d inputs and %d outputs." % (at, n_in, n_out))
@@ -233,7 +230,7 @@ def _check_builtin(node, at, library, variables):
         if not _compatible(AbstractValue(shape, var.dtype), value):
             raise _refuse("%s reads or writes a %s value; variable %d is %s%s." % (
                 at, value, index, var.dtype.name, var.shape))
-    if op == "Print":
+    if op == builtins.PRINT:
         stream = attrs.get("output_stream", "stderr")
         if stream not in _PRINT_STREAMS:
             raise _refuse("%s prints to %s; a loaded graph prints only to stdout or stderr "
@@ -243,15 +240,15 @@ def _check_builtin(node, at, library, variables):
         if not isinstance(template, (tuple, list)) or not all(
                 item is None or isinstance(item, (str, tuple)) for item in template):
             raise _refuse("%s has no print template." % at)
-    if op == "While":
+    if op == builtins.WHILE:
         counts = [attrs.get(k, 0) for k in ("n_loop_vars", "n_captures")]
         if any(c.__class__ is not int or c < 0 for c in counts) or \
                 sum(counts) + bool(attrs.get("has_max")) != n_in:
             raise _refuse("%s has %d inputs for %s loop variables and %s captures." % (
                 at, n_in, _short(counts[0]), _short(counts[1])))
-    if op == "FusedElementwise":
+    if op == builtins.FUSED_ELEMENTWISE:
         _check_fused(node, at)
-    if op == "CustomGradient":
+    if op == builtins.CUSTOM_GRADIENT:
         _check_custom_gradient(node, at, library, variables)
     names = []
     for key in _SUBGRAPH_ATTRS.get(op, ()):

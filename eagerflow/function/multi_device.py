@@ -36,6 +36,7 @@ import weakref
 
 from eagerflow.backend import blas_threads
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function import executor as executor_lib
 from eagerflow.function import partition as partition_lib
 from eagerflow.function import placement as placement_lib
@@ -176,7 +177,7 @@ class MultiDeviceExecutor:
         self.deadline = deadline
         self._factory = rendezvous_factory or rendezvous_lib.LocalRendezvous
         self.output_devices = [
-            None if node.op == "Placeholder" else self.placement[node.id]
+            None if node.op == builtins.PLACEHOLDER else self.placement[node.id]
             for node, _ in graph.outputs]
         self._threads = None
         self._threads_lock = threading.Lock()
@@ -329,5 +330,5 @@ def _recv_step(node, device, executor):
     return recv
 
 
-executor_lib.BUILTIN_STEPS["Send"] = _send_step
-executor_lib.BUILTIN_STEPS["Recv"] = _recv_step
+executor_lib.BUILTIN_STEPS[builtins.SEND] = _send_step
+executor_lib.BUILTIN_STEPS[builtins.RECV] = _recv_step

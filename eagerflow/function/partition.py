@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 
+from eagerflow.function import builtins
 from eagerflow.function.graph import Graph, Node
 from eagerflow.function.placement import FREE_OPS, devices_of
 
@@ -71,11 +72,11 @@ class PartitionedGraph:
 
     @property
     def num_sends(self):
-        return sum(n.op == "Send" for p in self.partitions for n in p.graph.nodes)
+        return sum(n.op == builtins.SEND for p in self.partitions for n in p.graph.nodes)
 
     @property
     def num_recvs(self):
-        return sum(n.op == "Recv" for p in self.partitions for n in p.graph.nodes)
+        return sum(n.op == builtins.RECV for p in self.partitions for n in p.graph.nodes)
 
     def recvs_per_device(self):
         """``{destination device name: number of Recv nodes}``."""
@@ -90,7 +91,7 @@ class PartitionedGraph:
         for p in self.partitions:
             ops = [n.op for n in p.graph.nodes]
             lines.append("%s: %d nodes, %d Send, %d Recv" % (
-                p.device.name, len(ops), ops.count("Send"), ops.count("Recv")))
+                p.device.name, len(ops), ops.count(builtins.SEND), ops.count(builtins.RECV)))
         return "\n".join(lines)
 
 
@@ -156,15 +157,15 @@ def partition(graph, placement):
                      "recv_device": device.name}
             producer = local[(src.id, source)]
             send = Node(next(ids), "send_%s_%d_to_%s_%d" % (
-                src.name, idx, device.device_type.lower(), device.index), "Send",
+                src.name, idx, device.device_type.lower(), device.index), builtins.SEND,
                 [(producer, idx)], attrs, source.name, (), stateful=True)
             send.origin = src.origin
             nodes = parts[source].graph.nodes
             at = nodes.index(producer) + 1
-            while at < len(nodes) and nodes[at].op == "Send":
+            while at < len(nodes) and nodes[at].op == builtins.SEND:
                 at += 1  # keep earlier sends of the same producer first
             nodes.insert(at, send)
-            recv = Node(next(ids), "recv_%s_%d" % (src.name, idx), "Recv", [], dict(attrs),
+            recv = Node(next(ids), "recv_%s_%d" % (src.name, idx), builtins.RECV, [], dict(attrs),
                         device.name, (src.avals[idx],), stateful=True)
             recv.origin = src.origin
             parts[device].graph.nodes.append(recv)

@@ -23,6 +23,7 @@ import threading
 import time
 
 from eagerflow import errors
+from eagerflow.function import builtins
 
 __all__ = ["Rendezvous", "LocalRendezvous", "RendezvousKey", "set_default_deadline",
            "get_default_deadline"]
@@ -98,7 +99,7 @@ class LocalRendezvous(Rendezvous):
         with self._cond:
             if key in self._values:
                 raise errors.InternalError(
-                    None, "Send", "Tensor %s was sent twice under the same key." % (key,))
+                    None, builtins.SEND, "Tensor %s was sent twice under the same key." % (key,))
             self._values[key] = value
             self._cond.notify_all()
 
@@ -112,7 +113,7 @@ class LocalRendezvous(Rendezvous):
                 remaining = end - time.monotonic()
                 if remaining <= 0:
                     raise errors.DeadlineExceededError(
-                        None, "Recv",
+                        None, builtins.RECV,
                         "Recv on %s timed out after %gs waiting for tensor %s from %s (key "
                         "%s): its Send never ran. Check that the producing device's subgraph "
                         "is running, or raise the deadline with "
@@ -136,7 +137,7 @@ class LocalRendezvous(Rendezvous):
 
 def _aborted(key, waiter, cause):
     error = errors.CancelledError(
-        None, "Recv", "Recv of %s on %s was cancelled: another device of this step failed "
+        None, builtins.RECV, "Recv of %s on %s was cancelled: another device of this step failed "
         "(%s: %s)." % (key.tensor_name, waiter or key.dst_device, type(cause).__name__,
                        cause))
     error._rendezvous_aborted = True

@@ -62,15 +62,15 @@ def replay(graph, args, nodes=None):
     variables = graph.variables
     for node in graph.nodes if nodes is None else nodes:
         op = node.op
-        if op == "Placeholder":
+        if op == builtins.PLACEHOLDER:
             continue
         ins = [values[(src.id, i)] for src, i in node.inputs]
         if node.prim is not None:
             out = execute(node.prim, tuple(ins), dict(node.attrs))
             outs = (out,) if node.prim.single else out
-        elif op == "Const":
+        elif op == builtins.CONST:
             outs = (wrap(node.value, context.CPU0),)
-        elif op == "ReadVariableOp":
+        elif op == builtins.READ_VARIABLE:
             outs = (variables[node.attrs["variable"]].read_value(),)
         elif op in _ASSIGNS:
             var = variables[node.attrs["variable"]]
@@ -80,7 +80,7 @@ def replay(graph, args, nodes=None):
             from eagerflow.function.custom_gradient_graph import replay_node
 
             outs = replay_node(node, ins, graph, graph.library)
-        elif op == "Print":
+        elif op == builtins.PRINT:
             print_template(tuple(node.attrs["template"]), list(ins),
                            node.attrs.get("output_stream", "stderr"),
                            node.attrs.get("summarize", 3), node.attrs.get("sep", " "),

@@ -33,6 +33,7 @@ from __future__ import annotations
 from eagerflow import errors
 from eagerflow.framework import context
 from eagerflow.framework.device_spec import DeviceSpec
+from eagerflow.function import builtins
 from eagerflow.function import partition as partition_lib
 from eagerflow.function.placement import VARIABLE_OPS
 
@@ -137,11 +138,11 @@ class TaskPartitionedGraph:
 
     @property
     def num_sends(self):
-        return sum(n.op == "Send" for p in self.partitions for n in p.graph.nodes)
+        return sum(n.op == builtins.SEND for p in self.partitions for n in p.graph.nodes)
 
     @property
     def num_recvs(self):
-        return sum(n.op == "Recv" for p in self.partitions for n in p.graph.nodes)
+        return sum(n.op == builtins.RECV for p in self.partitions for n in p.graph.nodes)
 
 
 def partition_by_task(graph, default_task, local_task=None):

@@ -17,6 +17,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.framework import context
+from eagerflow.function import builtins
 from eagerflow.function.graph import aval_of
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
 from eagerflow.ops import dispatch
@@ -28,6 +29,7 @@ __all__ = ["Tracer", "tracing", "eager_mode"]
 _state = context.state
 # Small Python/numpy constants are embedded as Const nodes; larger eager values captured.
 _EMBED_LIMIT = 64
+_ASSIGN_OPS = frozenset(builtins.ASSIGN_OPS.values())
 
 
 class Tracer:
@@ -150,7 +152,7 @@ class Tracer:
         node = self._consts.get(key)
         if node is None:
             aval = AbstractValue(array.shape, dtypes_lib.from_numpy(array.dtype))
-            node = self.graph.add_node("Const", (), {}, (aval,), value=array, name="const")
+            node = self.graph.add_node(builtins.CONST, (), {}, (aval,), value=array, name="const")
             self._consts[key] = node
         return SymbolicTensor(self.graph, node, 0)
 
@@ -199,10 +201,10 @@ class Tracer:
             node = stack.pop()
             if node.id in needed:
                 continue
-            if node.op == "Placeholder" and (not node.attrs.get("capture")
-                                             or isinstance(node.value, SymbolicTensor)):
+            if node.op == builtins.PLACEHOLDER and (not node.attrs.get("capture")
+                                                    or isinstance(node.value, SymbolicTensor)):
                 return None  # a function input (or an outer function's value)
-            if node.op.startswith("Assign"):
+            if node.op in _ASSIGN_OPS:
                 return None
             needed.add(node.id)
             stack.extend(src for src, _ in node.inputs)
@@ -227,13 +229,21 @@ class Tracer:
         index = self.graph.variable_index(variable)
         aval = AbstractValue(variable.shape.dims if variable.shape.rank is not None else None,
                              variable.dtype)
-        node = self.graph.add_node("ReadVariableOp", (), {"variable": index}, (aval,),
+        node = self.graph.add_node(builtins.READ_VARIABLE, (), {"variable": index}, (aval,),
                                    device=_device_string() or variable.device,
                                    name="read_" + _clean(variable.name), stateful=True)
         return SymbolicTensor(self.graph, node, 0)
 
-    def assign_variable(self, variable, value, op):
-        """An Assign*VariableOp node writing ``value`` to ``variable`` when the graph runs."""
+    def print_node(self, tensors, attrs):
+        """A Print node writing ``tensors`` (SymbolicTensors of this graph) when the graph
+        runs, formatted as ``attrs`` say (see :mod:`eagerflow.ops.print_ops`)."""
+        self.graph.add_node(builtins.PRINT, [(t._node, t._index) for t in tensors], attrs, (),
+                            stateful=True)
+
+    def assign_variable(self, variable, value, method):
+        """The node writing ``value`` to ``variable`` when the graph runs, for the Variable
+        ``method`` ("assign", "assign_add" or "assign_sub")."""
+        op = builtins.ASSIGN_OPS[method]
         index = self.graph.variable_index(variable)
         t = self.to_symbolic(value, variable.dtype)
         if t.dtype is not variable.dtype:
@@ -241,7 +251,7 @@ class Tracer:
                 None, op, "%s: cannot assign a %s value to variable %s of dtype %s%s"
                 % (op, t.dtype.name, variable.name, variable.dtype.name, _at_user_line()))
         if t._value.shape is not None and not variable.shape.is_compatible_with(
-                t._value.shape) and op == "AssignVariableOp":
+                t._value.shape) and op == builtins.ASSIGN_VARIABLE:
             raise ValueError(  # TF's class, traced as eagerly
                 "%s: shape %s does not match variable %s of shape %s%s"
                 % (op, list(t._value.shape), variable.name, variable.shape, _at_user_line()))

@@ -3,6 +3,14 @@
 Submodules load on first attribute access, so ``import eagerflow.keras`` costs almost
 nothing and ``eagerflow.keras.Sequential`` pulls in only what models need.
 
+A few imports inside functions remain, each of one of two kinds that no split of the
+modules removes. A name table (``layers.deserialize``, ``losses.get``, ``metrics.get_function``,
+``optimizers.serialize``) imports every class it names, so a class that (de)serializes nested
+objects by name (a wrapper's inner layer, an RNN's cell, a loss given by name) looks the
+table up when it runs. A base class that constructs its subclasses (``Model(inputs,
+outputs)`` giving a ``Functional``; ``CallbackList`` adding ``History`` and
+``ProgbarLogger``) imports them when it does, as ``tf.data.Dataset`` does.
+
 Example:
     >>> import numpy as np
     >>> import eagerflow as ef

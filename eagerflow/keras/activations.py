@@ -344,7 +344,7 @@ def deserialize(name, custom_objects=None):
         if isinstance(name.get("config"), str):
             name = name["config"]
         else:
-            from eagerflow.keras import layers
+            from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
             return layers.deserialize(name, custom_objects=custom_objects)
     if custom_objects and name in custom_objects:

@@ -217,9 +217,7 @@ def print_template(template, tensors, output_stream, summarize, sep, end):
         raise errors.InvalidArgumentError(
             None, "Print", "Inside a @function eagerflow.print writes to sys.stdout, "
             "sys.stderr or a 'file://path'; got %r." % (output_stream,))
-    symbolic = [trace.to_symbolic(t) for t in tensors]
-    trace.graph.add_node(
-        "Print", [(t._node, t._index) for t in symbolic],
-        {"template": tuple(template), "summarize": summarize,
-         "sep": sep, "end": end, "output_stream": stream_name}, (), stateful=True)
+    trace.print_node([trace.to_symbolic(t) for t in tensors],
+                     {"template": tuple(template), "summarize": summarize,
+                      "sep": sep, "end": end, "output_stream": stream_name})
     return None

@@ -126,6 +126,9 @@ class Primitive:
         cost: Optional ``cost(in_avals, out_avals, attrs) -> flops``, the estimate the
             cost-based placer simulates with; None: the larger of the input and output
             element counts (right for elementwise ops and reductions).
+        shape_only: Indices of the inputs the op reads for their shape and dtype only
+            (``Shape``, ``ZerosLike``): constant folding evaluates it on a stand-in of that
+            shape, so it folds while those inputs are still computed at run time.
     """
 
     __slots__ = (
@@ -133,14 +136,14 @@ class Primitive:
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
         "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "static_kernel",
-        "gpu_expr", "cost", "elementwise", "__weakref__",
+        "gpu_expr", "cost", "elementwise", "shape_only", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
                  shape_fn=None, vjp=None, saves=None, reference=None, samples=None,
                  sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
                  tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False,
-                 static_kernel=None, gpu_expr=None, cost=None):
+                 static_kernel=None, gpu_expr=None, cost=None, shape_only=()):
         self.name = name
         self.forward = forward
         self.kernels = [None, None]
@@ -167,6 +170,7 @@ class Primitive:
         self.static_kernel = static_kernel
         self.gpu_expr = gpu_expr
         self.cost = cost
+        self.shape_only = tuple(shape_only)
         # The eager fast path handles prims whose every input shares one dtype.
         self.fast = dtype_group == "all" and not variadic
         self.set_vjp(vjp, saves)

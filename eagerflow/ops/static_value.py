@@ -39,7 +39,7 @@ def constant_value(tensor):
 def _node_value(node, index, depth):
     if depth > 64:
         return None
-    if node.op == "Const":
+    if node.is_constant:
         return np.asarray(node.value)
     if node.op in _SHAPE_OPS and node.inputs:
         src, i = node.inputs[0]

@@ -6,9 +6,12 @@ Example:
     [1, 2, 3]
 """
 
-from eagerflow.ragged.ragged_tensor import (  # noqa: F401
-    RaggedTensor, RaggedTensorSpec, concat, constant, gather, map_flat_values, stack,
+from eagerflow.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec  # noqa: F401
+from eagerflow.ragged.ragged_array_ops import (  # noqa: F401
+    concat, constant, gather, map_flat_values, stack,
 )
+# Registers the public ops' RaggedTensor implementations (tf.concat, reductions, ...).
+from eagerflow.ragged import ragged_dispatch  # noqa: F401
 
 __all__ = ["RaggedTensor", "RaggedTensorSpec", "constant", "map_flat_values", "stack",
            "concat", "gather"]

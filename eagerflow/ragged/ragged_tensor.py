@@ -4,6 +4,9 @@ A RaggedTensor of ragged rank ``k`` is ``k`` int64 ``row_splits`` vectors over o
 ``flat_values`` tensor: row ``i`` of a level is ``values[splits[i]:splits[i + 1]]``. It is a
 composite of ordinary tensors, so every operation on it is ordinary ops on those tensors:
 it runs eagerly, traces into ``@function`` graphs, and gradients flow to ``flat_values``.
+Its type, ``RaggedTensorSpec``, lives here too (each builds the other). The ``tf.ragged``
+functions are in :mod:`eagerflow.ragged.ragged_array_ops`, and the public ops' handling of
+RaggedTensor arguments in :mod:`eagerflow.ragged.ragged_dispatch`.
 
 Example:
     >>> import eagerflow as ef
@@ -20,14 +23,12 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops.ragged.ragged_ops import ragged_to_dense
 from eagerflow import _api as api
-from eagerflow import math as segments
 from eagerflow.ops import operators as _operators
-from eagerflow.ops.dispatch import execute
 from eagerflow.ops.math.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
 
-__all__ = ["RaggedTensor", "RaggedTensorSpec", "constant", "map_flat_values"]
+__all__ = ["RaggedTensor", "RaggedTensorSpec"]
 
 
 def _splits(value, what):
@@ -454,7 +455,7 @@ class RaggedTensor:
             picked = np.asarray(list(rows), np.int64)
             value_idx = np.concatenate([np.arange(s[r], s[r + 1]) for r in picked]) \
                 if picked.size else np.zeros(0, np.int64)
-            values = _gather_rows(self._values, value_idx)
+            values = gather_rows(self._values, value_idx)
             outer = RaggedTensor.from_row_lengths(values, lengths[picked].astype(np.int64))
             if not rest:
                 return outer
@@ -504,196 +505,6 @@ class RaggedTensor:
         return api.not_equal(self, o)
 
     __hash__ = None
-
-
-def _same_partitions(a, b):
-    sa, sb = a.nested_row_splits, b.nested_row_splits
-    if len(sa) != len(sb):
-        return False
-    for x, y in zip(sa, sb):
-        if x is y:
-            continue  # one partition shared (with_flat_values results): no values to read
-        if not (hasattr(x, "_value") and hasattr(y, "_value")):
-            raise errors.UnimplementedError(
-                None, "RaggedTensor", "while tracing, element-wise ops on two RaggedTensors "
-                "need the same row_splits tensors (build one from the other with "
-                "with_flat_values); their values cannot be compared in a graph.")
-        if not np.array_equal(np.asarray(x._value), np.asarray(y._value)):
-            return False
-    return True
-
-
-def _nrows_of(values):
-    if isinstance(values, RaggedTensor):
-        return len(values)
-    shape = values.shape.as_list()
-    return shape[0] if shape else None
-
-
-def _gather_rows(values, idx):
-    if isinstance(values, RaggedTensor):
-        s = np.asarray(values.row_splits._value)
-        inner = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if len(idx) else \
-            np.zeros(0, np.int64)
-        return RaggedTensor.from_row_lengths(_gather_rows(values.values, inner),
-                                             (s[1:] - s[:-1])[idx].astype(np.int64))
-    return api.gather(values, convert_to_tensor(np.asarray(idx, np.int64)))
-
-
-def _slice_rows(values, start, stop):
-    return _gather_rows(values, np.arange(start, stop, dtype=np.int64))
-
-
-def _stack_rows(rows):
-    if rows and all(isinstance(r, Tensor) and r.ndim == 0 for r in rows):
-        return api.stack(rows)
-    return stack(rows)
-
-
-# -- functions --------------------------------------------------------------------------------
-def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,
-             row_splits_dtype=d.int64):
-    """A RaggedTensor from nested Python lists (``tf.ragged.constant``).
-
-    Example:
-        >>> import eagerflow as ef
-        >>> ef.ragged.constant([["a", "b"], ["c"]]).to_list()
-        [[b'a', b'b'], [b'c']]
-    """
-    depth = _depth(pylist)
-    if depth < 1:
-        raise errors.InvalidArgumentError(
-            None, "RaggedTensor", "ragged.constant needs a list of rank >= 1, got %r."
-            % (pylist,))
-    rank = depth - 1 if ragged_rank is None else int(ragged_rank)
-    if inner_shape is not None and ragged_rank is None:
-        rank = depth - 1 - len(inner_shape)
-    splits = []
-    level = [pylist]
-    for _ in range(rank + 1):
-        nxt, s = [], [0]
-        for row in level:
-            nxt.extend(row)
-            s.append(len(nxt))
-        splits.append(np.asarray(s, np.int64))
-        level = nxt
-    splits = splits[1:]
-    values = convert_to_tensor(level, dtype=dtype) if level else convert_to_tensor(
-        np.zeros((0,) + tuple(inner_shape or ()),
-                 (d.as_dtype(dtype) if dtype is not None else d.float32).np_dtype))
-    if rank == 0:
-        return convert_to_tensor(pylist, dtype=dtype)
-    return RaggedTensor.from_nested_row_splits(values, splits)
-
-
-def _depth(value):
-    if isinstance(value, (list, tuple)):
-        depths = [_depth(v) for v in value]
-        return 1 + (max(depths) if depths else 0)
-    if isinstance(value, np.ndarray):
-        return value.ndim
-    return 0
-
-
-def map_flat_values(op, *args, **kwargs):
-    """Applies ``op`` to the flat values of the ragged arguments (``tf.ragged.map_flat_values``).
-
-    Example:
-        >>> import eagerflow as ef
-        >>> rt = ef.ragged.constant([[1.0, 2.0], [3.0]])
-        >>> ef.ragged.map_flat_values(ef.square, rt).to_list()
-        [[1.0, 4.0], [9.0]]
-    """
-    template = None
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, RaggedTensor):
-            if template is not None and not _same_partitions(template, a):
-                raise errors.InvalidArgumentError(
-                    None, "map_flat_values", "all ragged arguments need the same partitions.")
-            template = template or a
-    if template is None:
-        return op(*args, **kwargs)
-    unwrap = (lambda a: a.flat_values if isinstance(a, RaggedTensor) else a)
-    out = op(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
-    return template.with_flat_values(out)
-
-
-def stack(values, axis=0, name=None):
-    """Stacks tensors (ragged or dense) into a RaggedTensor along ``axis=0``.
-
-    Example:
-        >>> import eagerflow as ef
-        >>> ef.ragged.stack([ef.constant([1, 2]), ef.constant([3])]).to_list()
-        [[1, 2], [3]]
-    """
-    if axis != 0:
-        raise errors.UnimplementedError(
-            None, "RaggedStack", "ragged.stack supports axis=0 only, got %r." % axis)
-    values = [v if isinstance(v, RaggedTensor) else convert_to_tensor(v) for v in values]
-    if all(isinstance(v, RaggedTensor) for v in values):
-        return _stack_ragged(values)
-    lengths = np.asarray([int(v.shape[0]) if v.ndim else 1 for v in values], np.int64)
-    flat = api.concat([v if v.ndim else api.reshape(v, [1]) for v in values], 0)
-    return RaggedTensor.from_row_lengths(flat, lengths)
-
-
-def _stack_ragged(values):
-    return RaggedTensor.from_row_lengths(concat(values, 0),
-                                         np.asarray([len(v) for v in values], np.int64))
-
-
-def concat(values, axis, name=None):
-    """Concatenates ragged tensors (axis 0 or 1), as ``tf.concat`` does for ragged inputs.
-
-    Example:
-        >>> import eagerflow as ef
-        >>> a, b = ef.ragged.constant([[1], [2, 3]]), ef.ragged.constant([[4, 5], []])
-        >>> ef.ragged.concat([a, b], axis=1).to_list()
-        [[1, 4, 5], [2, 3]]
-    """
-    values = [v if isinstance(v, RaggedTensor) else RaggedTensor.from_tensor(v)
-              for v in values]
-    if axis == 0:
-        flat = _concat_values([v.values for v in values])
-        lengths = api.concat([v.row_lengths() for v in values], 0)
-        return RaggedTensor.from_row_lengths(flat, lengths)
-    if axis == 1:
-        n = len(values[0])
-        if any(len(v) != n for v in values):
-            raise errors.InvalidArgumentError(
-                None, "RaggedConcat", "concat along axis 1 needs the same number of rows, got "
-                "%s." % [len(v) for v in values])
-        rows = [_concat_values([v[i] for v in values]) for i in range(n)]
-        return stack(rows) if rows else values[0]
-    raise errors.UnimplementedError(
-        None, "RaggedConcat", "ragged concat supports axis 0 and 1, got %r." % axis)
-
-
-def _concat_values(parts):
-    if any(isinstance(p, RaggedTensor) for p in parts):
-        return concat(parts, 0)
-    return api.concat(list(parts), 0)
-
-
-def gather(params, indices, name=None):
-    """Rows of a RaggedTensor (``tf.gather`` on ragged ``params``).
-
-    Example:
-        >>> import eagerflow as ef
-        >>> ef.ragged.gather(ef.ragged.constant([[1], [2, 3], []]), [1, 0]).to_list()
-        [[2, 3], [1]]
-    """
-    idx = np.asarray(convert_to_tensor(indices)._value).astype(np.int64).reshape(-1)
-    n = len(params)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise errors.InvalidArgumentError(
-            None, "RaggedGather", "gather: indices %s out of range for %d rows."
-            % (idx.tolist(), n))
-    s = np.asarray(params.row_splits._value)
-    value_idx = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if idx.size else \
-        np.zeros(0, np.int64)
-    return RaggedTensor.from_row_lengths(_gather_rows(params.values, value_idx),
-                                         (s[1:] - s[:-1])[idx].astype(np.int64))
 
 
 class RaggedTensorSpec:
@@ -818,95 +629,75 @@ class RaggedTensorSpec:
         return hash(repr(self))
 
 
-# -- tf.concat / stack / gather / reductions on RaggedTensors ----------------------------------
-def _dispatch_gather(params, indices, axis=None):
-    if axis not in (None, 0):
-        raise errors.UnimplementedError(
-            None, "RaggedGather", "gather on a RaggedTensor supports axis 0, got %r." % axis)
-    return gather(params, indices)
-
-
-def _reduce(kind):
-    """A tf.math reduction over a RaggedTensor: all values, the rows axis or the ragged axis."""
-    def reduce(rt, axis=None, keepdims=False):
-        if keepdims:
+def same_partitions(a, b):
+    """True when two RaggedTensors have equal row splits at every level (element-wise ops
+    on both need it)."""
+    sa, sb = a.nested_row_splits, b.nested_row_splits
+    if len(sa) != len(sb):
+        return False
+    for x, y in zip(sa, sb):
+        if x is y:
+            continue  # one partition shared (with_flat_values results): no values to read
+        if not (hasattr(x, "_value") and hasattr(y, "_value")):
             raise errors.UnimplementedError(
-                None, "RaggedReduce", "keepdims=True is not supported for RaggedTensors.")
-        flat = rt.flat_values
-        if axis is None:
-            return getattr(api, "reduce_" + kind)(flat)
-        if isinstance(axis, (list, tuple)):
-            raise errors.UnimplementedError(
-                None, "RaggedReduce", "ragged reductions take one axis, got %r." % (axis,))
-        axis %= rt.ndim
-        if rt.ragged_rank != 1 or axis > 1:
-            raise errors.UnimplementedError(
-                None, "RaggedReduce", "ragged reductions support ragged_rank 1 over axis 0 or "
-                "1, got ragged_rank %d, axis %d." % (rt.ragged_rank, axis))
-        if axis == 1 and rt.shape[0] is None:
-            # Traced with an unknown number of rows (a RaggedTensorSpec signature): segment
-            # ops need a static count, so reduce the padded rows, padding neutral.
-            if kind in ("sum", "mean"):
-                total = api.reduce_sum(rt.to_tensor(), 1)
-                if kind == "sum":
-                    return total
-                lengths = api.cast(rt.row_lengths(), flat.dtype)
-                return total / api.reshape(lengths, [-1] + [1] * (flat.ndim - 1))
-            pad = flat.dtype.min if kind == "max" else flat.dtype.max
-            return getattr(api, "reduce_" + kind)(rt.to_tensor(default_value=pad), 1)
-        if axis == 1:
-            ids = rt.value_rowids()
-            n = len(rt)
-            if kind in ("sum", "mean"):
-                total = segments.unsorted_segment_sum(flat, ids, n)
-                if kind == "sum":
-                    return total
-                lengths = api.cast(rt.row_lengths(), flat.dtype)
-                shape = [-1] + [1] * (flat.ndim - 1)
-                return total / api.reshape(lengths, shape)
-            return getattr(segments, "unsorted_segment_" + kind)(flat, ids, n)
-        # axis 0: down the columns of the padded rows, the padding neutral for the reduction
-        if kind == "sum":
-            return api.reduce_sum(rt.to_tensor(), 0)
-        if kind == "mean":
-            ones = rt.with_flat_values(api.ones_like(flat))
-            return api.reduce_sum(rt.to_tensor(), 0) / api.reduce_sum(ones.to_tensor(), 0)
-        pad = flat.dtype.min if kind == "max" else flat.dtype.max
-        return getattr(api, "reduce_" + kind)(rt.to_tensor(default_value=pad), 0)
-    return reduce
+                None, "RaggedTensor", "while tracing, element-wise ops on two RaggedTensors "
+                "need the same row_splits tensors (build one from the other with "
+                "with_flat_values); their values cannot be compared in a graph.")
+        if not np.array_equal(np.asarray(x._value), np.asarray(y._value)):
+            return False
+    return True
 
 
-def _elementwise(prim, args, attrs):
-    """An elementwise primitive with RaggedTensor arguments, run on their flat values (TF's
-    ragged dispatch). Dense arguments broadcast by TF's ragged rules (ragged_broadcast):
-    scalars and tensors over the inner (uniform) dimensions directly, deeper ones gathered
-    onto the flat values."""
-    from eagerflow.ragged import ragged_broadcast
-
-    template = next(a for a in args if isinstance(a, RaggedTensor))
-    for a in args:
-        if isinstance(a, RaggedTensor) and a is not template and \
-                not _same_partitions(template, a):
-            raise errors.InvalidArgumentError(
-                None, prim.name, "%s: the RaggedTensor arguments have different row "
-                "partitions; element-wise ops need the same row_splits." % prim.name)
-    if any(not isinstance(a, RaggedTensor) and ragged_broadcast.needs_broadcast(template, a)
-           for a in args):
-        result, out = ragged_broadcast.broadcast_operands(prim.name, template, args)
-        return result.with_flat_values(execute(prim, tuple(out), attrs))
-    out = [a.flat_values if isinstance(a, RaggedTensor) else a for a in args]
-    return template.with_flat_values(execute(prim, tuple(out), attrs))
+def _nrows_of(values):
+    if isinstance(values, RaggedTensor):
+        return len(values)
+    shape = values.shape.as_list()
+    return shape[0] if shape else None
 
 
-def _register():
-    from eagerflow.ops import composite
+def gather_rows(values, idx):
+    """Rows ``idx`` (a numpy index vector) of a Tensor or RaggedTensor."""
+    if isinstance(values, RaggedTensor):
+        s = np.asarray(values.row_splits._value)
+        inner = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if len(idx) else \
+            np.zeros(0, np.int64)
+        return RaggedTensor.from_row_lengths(gather_rows(values.values, inner),
+                                             (s[1:] - s[:-1])[idx].astype(np.int64))
+    return api.gather(values, convert_to_tensor(np.asarray(idx, np.int64)))
 
-    composite.register("elementwise", _elementwise)
-    composite.register("concat", concat)
-    composite.register("stack", stack)
-    composite.register("gather", _dispatch_gather)
-    for kind in ("sum", "mean", "max", "min"):
-        composite.register("reduce_" + kind, _reduce(kind))
+
+def _slice_rows(values, start, stop):
+    return gather_rows(values, np.arange(start, stop, dtype=np.int64))
 
 
-_register()
+def _stack_rows(rows):
+    if rows and all(isinstance(r, Tensor) and r.ndim == 0 for r in rows):
+        return api.stack(rows)
+    return stack_rows(rows)
+
+
+# The row axis (axis 0) of stack and concat: indexing builds its results with them, and
+# ragged_array_ops' public stack and concat are these plus argument checks and other axes.
+def stack_rows(values):
+    """Tensors or RaggedTensors (each one row) stacked into a RaggedTensor along axis 0."""
+    if all(isinstance(v, RaggedTensor) for v in values):
+        return RaggedTensor.from_row_lengths(concat_rows(values),
+                                             np.asarray([len(v) for v in values], np.int64))
+    lengths = np.asarray([int(v.shape[0]) if v.ndim else 1 for v in values], np.int64)
+    flat = api.concat([v if v.ndim else api.reshape(v, [1]) for v in values], 0)
+    return RaggedTensor.from_row_lengths(flat, lengths)
+
+
+def concat_rows(values):
+    """RaggedTensors concatenated along axis 0 (their rows one after another)."""
+    flat = concat_values([v.values for v in values])
+    lengths = api.concat([v.row_lengths() for v in values], 0)
+    return RaggedTensor.from_row_lengths(flat, lengths)
+
+
+def concat_values(parts):
+    """Tensors, or RaggedTensors (dense parts converted), concatenated along axis 0."""
+    if any(isinstance(p, RaggedTensor) for p in parts):
+        return concat_rows([p if isinstance(p, RaggedTensor) else RaggedTensor.from_tensor(p)
+                            for p in parts])
+    return api.concat(list(parts), 0)

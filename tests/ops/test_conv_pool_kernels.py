@@ -13,6 +13,7 @@ import eagerflow as ef
 from eagerflow import dtypes
 from eagerflow.backend import cpu_blas
 from eagerflow.ops.nn import conv_kernels as K
+from eagerflow.ops.nn import pool_kernels as PK
 from eagerflow.ops.nn import pool_ops as P
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.nn.window_geometry import conv_geometry
@@ -181,7 +182,7 @@ POOL_CASES = [
 
 
 def _pool_out(shape, a):
-    return P._geometry(shape, a).out_shape
+    return PK.geometry(shape, a).out_shape
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
@@ -221,8 +222,8 @@ def test_max_pool_grad_nan_input_routes_to_the_first_nan():
     np.testing.assert_array_equal(got.numpy().ravel(), [0.0, 0.0, 1.0, 0.0])
 
 
-@pytest.mark.parametrize("shape,a", [c for c in POOL_CASES if P._tiles(
-    P._geometry(c[0], c[1]), c[1])] + [((64, 26, 26, 32), pattrs(2, 2)),
+@pytest.mark.parametrize("shape,a", [c for c in POOL_CASES if PK._tiles(
+    PK.geometry(c[0], c[1]), c[1])] + [((64, 26, 26, 32), pattrs(2, 2)),
                                        ((64, 11, 11, 64), pattrs(2, 2))])
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
 def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad):
@@ -238,17 +239,17 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad)
         x.reshape(-1)[-1] = np.nan
     args = (ef.constant(x), ef.constant(g))
     outs = []
-    monkeypatch.setattr(P, "TILED_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(PK, "TILED_MIN_ELEMENTS", 0)
     tiled_calls = []
-    real = P._tiled_max_pool_grad
-    monkeypatch.setattr(P, "_tiled_max_pool_grad",
+    real = PK._tiled_max_pool_grad
+    monkeypatch.setattr(PK, "_tiled_max_pool_grad",
                         lambda *args: (tiled_calls.append(1), real(*args))[1])
     try:
         for n in (1, 2):
             cpu_threads.set_threads(n)
             outs.append(execute(P.MAX_POOL_GRAD, args, a).numpy())
         assert tiled_calls or not x.size
-        monkeypatch.setattr(P, "_tiles", lambda g, attrs: False)
+        monkeypatch.setattr(PK, "_tiles", lambda g, attrs: False)
         per_tap = execute(P.MAX_POOL_GRAD, args, a).numpy()
     finally:
         cpu_threads.set_threads(0)

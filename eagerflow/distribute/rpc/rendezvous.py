@@ -23,6 +23,7 @@ import threading
 import time
 
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function import rendezvous as rendezvous_lib
 
 __all__ = ["StepInbox", "StepRendezvous", "task_of_device"]
@@ -52,7 +53,7 @@ class StepInbox(rendezvous_lib.Rendezvous):
                 return  # the step already failed: nobody will receive this
             if key in self._values:
                 raise errors.InternalError(
-                    None, "Send", "Tensor %s was sent twice under the same key." % (key,))
+                    None, builtins.SEND, "Tensor %s was sent twice under the same key." % (key,))
             self._values[key] = value
             self._cond.notify_all()
 
@@ -67,7 +68,7 @@ class StepInbox(rendezvous_lib.Rendezvous):
                 remaining = end - time.monotonic()
                 if remaining <= 0:
                     raise errors.DeadlineExceededError(
-                        None, "Recv",
+                        None, builtins.RECV,
                         "Recv on %s timed out after %gs waiting for tensor %s from task %s "
                         "(key %s): the sending task did not send it. Check that task %s is "
                         "running this step, or raise the deadline with "
@@ -136,8 +137,8 @@ class StepRendezvous(rendezvous_lib.Rendezvous):
 
 def _cancelled(key, waiter, cause):
     error = errors.CancelledError(
-        None, "Recv", "Recv of %s on %s was cancelled: step %d failed elsewhere (%s: %s)." % (
-            key.tensor_name, waiter or key.dst_device, key.step_id, type(cause).__name__,
+        None, builtins.RECV, "Recv of %s on %s was cancelled: step %d failed elsewhere "
+        "(%s: %s)." % (key.tensor_name, waiter or key.dst_device, key.step_id, type(cause).__name__,
             cause))
     error._rendezvous_aborted = True
     return error

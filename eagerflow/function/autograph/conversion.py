@@ -60,6 +60,7 @@ _LIBRARY_DIRS = _library_dirs()
 def _runtime():
     global _RUNTIME
     if _RUNTIME is None:
+        # The ag__ namespace includes converted_call from this module, so it imports us.
         from eagerflow.function.autograph import runtime
 
         _RUNTIME = runtime

@@ -349,7 +349,7 @@ def _loop_value(value):
 def _tf_loop(test, extra_test, body, get_state, set_state, names, loop_vars, opts,
              elements):
     """A graph loop: ``while test()``, or over ``elements`` (``more``/``at``/``finish``)."""
-    from eagerflow.function.control_flow import while_loop
+    from eagerflow.function.while_loop import while_loop
 
     init = list(get_state())
     tensor_idx = []
@@ -489,11 +489,11 @@ def _shape_invariants(pairs, init, tensor_idx, names):
 
 def _probe(fn):
     """Runs ``fn`` in a throwaway sub-graph (to learn the types it produces)."""
-    from eagerflow.function import control_flow
+    from eagerflow.function.branch_tracing import BranchTracer
     from eagerflow.function.graph import Graph
     from eagerflow.function.tracer import tracing
 
-    tracer = control_flow.BranchTracer(Graph("autograph_probe"), _state.trace, ())
+    tracer = BranchTracer(Graph("autograph_probe"), _state.trace, ())
     with tracing(tracer):
         return fn()
 

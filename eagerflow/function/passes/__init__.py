@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
@@ -39,7 +40,7 @@ __all__ = ["optimize", "MAX_ROUNDS"]
 
 MAX_ROUNDS = 4
 
-_executor.BUILTIN_STEPS["FusedElementwise"] = fused_step.fused_step
+_executor.BUILTIN_STEPS[builtins.FUSED_ELEMENTWISE] = fused_step.fused_step
 
 
 def optimize(graph, options=None):
@@ -66,7 +67,7 @@ def _optimize(graph, opts, done):
                    for name, sub in graph.library.items()}
     if opts["disable_meta_optimizer"]:
         return out
-    computing = sum(1 for n in out.nodes if n.op != "Placeholder")
+    computing = sum(1 for n in out.nodes if n.op != builtins.PLACEHOLDER)
     if opts["min_graph_nodes"] > 0 and computing < opts["min_graph_nodes"]:
         return out
     rounds = []

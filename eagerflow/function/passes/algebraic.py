@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from eagerflow.function.builtins import CUSTOM_GRADIENT
+from eagerflow.function import builtins
 from eagerflow.function.passes.common import Substitution, resolved_device
 
 _SAME_SHAPE_OPS = frozenset(("Reshape", "BroadcastTo", "SumToShape", "EnsureShape"))
@@ -50,7 +50,7 @@ def _sweep(graph, rule):
     mutated = False
     for node in graph.nodes:
         sub.apply(node)
-        if node.op == CUSTOM_GRADIENT and rule is _identity and all(
+        if node.op == builtins.CUSTOM_GRADIENT and rule is _identity and all(
                 sub.can_replace_output(node, src) for src, _ in node.inputs[:node.num_outputs]):
             # Its outputs are its first inputs; the gradient rule it carries was used when
             # the gradient was traced, before optimization.
@@ -127,7 +127,7 @@ def _same(ref, aval):
 def _is_const(ref, unit):
     """Whether ``ref`` is a constant filled with ``unit`` (1, "+0" or "-0")."""
     src, _ = ref
-    if src.op != "Const":
+    if src.op != builtins.CONST:
         return False
     value = src.value
     if value.size == 1:  # the common scalar case, without numpy reductions

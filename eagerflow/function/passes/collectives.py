@@ -29,6 +29,7 @@ and then its loss has 4 ``CollectiveReduce`` nodes (2 per replica) as traced and
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function.passes.common import Substitution, new_node
 
 __all__ = ["run"]
@@ -56,7 +57,7 @@ def run(graph):
     merged_any = False
     for node in graph.nodes:
         sub.apply(node)
-        if node.op == "CollectiveReduce" and _floating(node):
+        if node.op == builtins.COLLECTIVE_REDUCE and _floating(node):
             key = _key(node)
             target = open_nodes.get(key)
             if target is not None and _before(node, pos[target], pos):
@@ -96,7 +97,7 @@ def _before(node, limit, pos):
 
 
 def _merge(graph, first, later):
-    merged = new_node(graph, "CollectiveReduce", list(first.inputs) + list(later.inputs),
+    merged = new_node(graph, builtins.COLLECTIVE_REDUCE, list(first.inputs) + list(later.inputs),
                       first.attrs, tuple(first.avals) + tuple(later.avals),
                       device=first.device, name="collective_reduce", origin=first.origin)
     merged.stateful = True

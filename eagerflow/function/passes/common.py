@@ -20,7 +20,7 @@ PURE_BUILTINS = builtins.names(pure=True)
 
 def is_effectful(node):
     """True for nodes a pass must keep and never merge: side effects or hidden state."""
-    if node.op == "Placeholder":
+    if node.op == builtins.PLACEHOLDER:
         return False
     if node.prim is not None:
         return node.stateful or node.prim.stateful
@@ -29,7 +29,7 @@ def is_effectful(node):
 
 def is_pure(node):
     """True for computing nodes whose outputs depend only on their inputs and attrs."""
-    return node.op != "Placeholder" and not is_effectful(node)
+    return node.op != builtins.PLACEHOLDER and not is_effectful(node)
 
 
 def copy_graph(graph):
@@ -107,7 +107,7 @@ def resolved_device(node):
 
 def output_key(node):
     """What decides the device of a graph output produced by ``node``."""
-    if node.op == "Placeholder":
+    if node.op == builtins.PLACEHOLDER:
         return ("argument", node.id)  # the argument's own device
     return resolved_device(node)
 

@@ -16,18 +16,17 @@ import math
 import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
+from eagerflow.function import builtins
 from eagerflow.function.passes.common import Substitution, is_pure, new_node
 from eagerflow.ops.registry import AbstractValue
 
 MAX_ELEMENTS = 1_000_000
-# Ops with inputs read only for their shape: op -> indices of those inputs. (The gradient
-# of a full reduction broadcasts a constant seed to the input's shape.)
-SHAPE_ONLY_INPUTS = {"Shape": (0,), "Size": (0,), "Rank": (0,), "ZerosLike": (0,),
-                     "OnesLike": (0,), "BroadcastReduced": (1,)}
-# Filling a shape is cheap at run time; a big folded fill would only cost memory and a
-# large serialized graph.
+# An op that reads inputs only for their shape (its declaration's ``shape_only``: Shape,
+# ZerosLike, BroadcastReduced...) folds on a stand-in of that shape. (The gradient of a full
+# reduction broadcasts a constant seed to the input's shape.) What it makes is a fill of a
+# shape, or a shape: filling is cheap at run time, and a big folded fill would only cost
+# memory and a large serialized graph.
 MAX_FILL_ELEMENTS = 4096
-FILLS = frozenset(("ZerosLike", "OnesLike", "BroadcastReduced"))
 
 
 def run(graph):
@@ -53,8 +52,8 @@ def run(graph):
             nodes.append(node)
             continue
         for i, (array, aval) in enumerate(outs):
-            const = new_node(graph, "Const", (), {}, (aval,), device=node.device, value=array,
-                             name="%s_%d" % (node.name, i), origin=node.origin)
+            const = new_node(graph, builtins.CONST, (), {}, (aval,), device=node.device,
+                             value=array, name="%s_%d" % (node.name, i), origin=node.origin)
             nodes.append(const)
             sub.replace(node, i, (const, 0))
     if sub.finish() or changed:
@@ -70,7 +69,7 @@ def _foldable_inputs(node):
     for aval in node.avals:  # skip big results before computing them
         if aval.shape and None not in aval.shape and math.prod(aval.shape) > MAX_ELEMENTS:
             return None
-    shape_only = SHAPE_ONLY_INPUTS.get(node.prim.name, ())
+    shape_only = node.prim.shape_only
     values = []
     for k, (src, idx) in enumerate(node.inputs):
         if k in shape_only:
@@ -79,7 +78,7 @@ def _foldable_inputs(node):
                 return None
             # A zero-strided stand-in: the kernel reads only its shape and dtype.
             values.append(np.broadcast_to(np.zeros((), aval.dtype.np_dtype), aval.shape))
-        elif src.op != "Const":
+        elif src.op != builtins.CONST:
             return None
         else:
             values.append(src.value)
@@ -97,7 +96,7 @@ def _evaluate(node, values, backend):
     outs = (out,) if node.prim.single else tuple(out)
     if len(outs) != node.num_outputs:
         return None
-    limit = MAX_FILL_ELEMENTS if node.prim.name in FILLS else MAX_ELEMENTS
+    limit = MAX_FILL_ELEMENTS if node.prim.shape_only else MAX_ELEMENTS
     result = []
     for array, aval in zip(outs, node.avals):
         array = np.array(array, copy=True)  # own the memory: kernels may return views
@@ -113,7 +112,7 @@ def _evaluate(node, values, backend):
 
 def _make_const(node, out):
     array, aval = out
-    node.op = "Const"
+    node.op = builtins.CONST
     node.inputs = []
     node.attrs = {}
     node.prim = None

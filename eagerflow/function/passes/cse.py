@@ -54,9 +54,9 @@ def run(graph):
 
 def _key(node):
     try:
-        if node.op == "Const":
+        if node.op == builtins.CONST:
             value = node.value
-            return ("Const", hashable(value), node.avals, node.device)
+            return (builtins.CONST, hashable(value), node.avals, node.device)
         attrs = tuple(sorted((k, hashable(v)) for k, v in node.attrs.items()))
     except TypeError:
         return None

@@ -20,7 +20,7 @@ def run(graph):
     """Removes nodes nothing live depends on; returns True if the graph changed."""
     live = set()
     stack = [n for n, _ in graph.outputs]
-    stack += [n for n in graph.nodes if n.op == "Placeholder" or is_effectful(n)]
+    stack += [n for n in graph.nodes if n.op == builtins.PLACEHOLDER or is_effectful(n)]
     while stack:
         node = stack.pop()
         if node in live:

@@ -14,6 +14,7 @@ kernel computes). On a GPU only ops with a CUDA expression join a cluster.
 
 from __future__ import annotations
 
+from eagerflow.function import builtins
 from eagerflow.function.passes import fused_step
 from eagerflow.function.passes.common import (
     Substitution, consumers, is_pure, new_node, resolved_device,
@@ -126,7 +127,7 @@ def _fuse(graph, members, info):
         "op_attrs": tuple(info[m] for m in members),
         "inplace": tuple(inplace),
     }
-    node = new_node(graph, "FusedElementwise", external, attrs, root.avals,
+    node = new_node(graph, builtins.FUSED_ELEMENTWISE, external, attrs, root.avals,
                     device=root.device, name="fused_" + root.name, origin=root.origin)
     fused_step.ORIGINS[node] = tuple(m.origin for m in members)
     return node

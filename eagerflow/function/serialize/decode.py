@@ -15,6 +15,7 @@ import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
+from eagerflow.function import builtins
 from eagerflow.function.graph import BUILTIN_OPS, Graph, Node
 from eagerflow.function.serialize.codec import (
     _VARIABLE_OPS,
@@ -159,7 +160,7 @@ class _Decoder:
             avals = tuple(_decode_aval(o) for o in nd.output)
             prim = self._prim(nd, attrs, avals, where)
             value = _decode_attr(nd.value, self) if nd.HasField("value") else None
-            if nd.op == "Const" and (
+            if nd.op == builtins.CONST and (
                     not isinstance(value, np.ndarray) or len(avals) != 1
                     or avals[0] != AbstractValue(value.shape, dtypes_lib.from_numpy(value.dtype))):
                 raise _data_loss("Const node %r in %s has no array value of its type" % (
@@ -179,7 +180,7 @@ class _Decoder:
         graph.inputs = []
         for spec in signature.input:
             node = self._lookup(by_name, spec.name, where, "its signature")
-            if node.op != "Placeholder" or node.avals != (_decode_aval(spec),):
+            if node.op != builtins.PLACEHOLDER or node.avals != (_decode_aval(spec),):
                 raise _data_loss("input %r of %s does not match its %s node" % (
                     spec.name, where, node.op))
             graph.inputs.append(node)
@@ -236,7 +237,7 @@ class _Decoder:
             graph.captures.append((node, value))
             bound.add(id(node))
         for node in graph.nodes:
-            if node.op == "Placeholder" and id(node) not in bound:
+            if node.op == builtins.PLACEHOLDER and id(node) not in bound:
                 raise _data_loss("placeholder %r of %s is neither an argument nor a capture"
                                  % (node.name, where))
 

@@ -17,6 +17,7 @@ __all__ = ["graph_to_proto"]
 
 
 from eagerflow import errors, nest
+from eagerflow.function import builtins
 from eagerflow.function import py_function
 from eagerflow.function.graph import Graph
 from eagerflow.function.serialize.codec import (
@@ -153,7 +154,7 @@ class _Encoder:
             if index is None:
                 index = local_ids[id(value)] = len(local_vars)
                 local_vars.append(value)
-            nd.op = "ReadVariableOp"
+            nd.op = builtins.READ_VARIABLE
             nd.stateful = True
             nd.attr["variable"].i = index
             return
@@ -166,7 +167,7 @@ class _Encoder:
                     None, None, "Cannot serialize graph %s: it captures %s of graph %s, which "
                     "is not part of what is being serialized." % (
                         graph.name, value.name, value._graph.name))
-            nd.op = "Placeholder"
+            nd.op = builtins.PLACEHOLDER
             capture = signature.capture.add(node=nd.name)
             _encode_spec(aval, capture.spec)
             capture.outer.function = outer
@@ -178,10 +179,10 @@ class _Encoder:
                 None, None, "Cannot serialize graph %s: capture %s is a %s, not a tensor or "
                 "variable." % (graph.name, node.name, type(value).__name__))
         if self.embed_captures:
-            nd.op = "Const"
+            nd.op = builtins.CONST
             _encode_tensor(_host(value._value), nd.value.tensor)
             return
-        nd.op = "Placeholder"
+        nd.op = builtins.PLACEHOLDER
         capture = signature.capture.add(node=nd.name, external=self.external)
         _encode_spec(aval, capture.spec)
         self.external += 1

@@ -168,6 +168,7 @@ class CallbackList:
 
     def __init__(self, callbacks=None, add_history=False, add_progbar=False, model=None,
                  **params):
+        # Subclasses of Callback: see eagerflow.keras
         from eagerflow.keras.callbacks.history import History
         from eagerflow.keras.callbacks.progbar_logger import ProgbarLogger
 

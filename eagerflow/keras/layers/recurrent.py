@@ -312,7 +312,7 @@ class RNN(Layer):
                 "zero_output_for_mask": self.zero_output_for_mask}
 
     def get_config(self):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = super().get_config()
         config.update(self._rnn_config())
@@ -321,7 +321,7 @@ class RNN(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = dict(config)
         config["cell"] = layers.deserialize(config["cell"], custom_objects)

@@ -440,7 +440,7 @@ class StackedRNNCells(Layer):
         return self.step(inputs, list(states), {"training": training, "masks": {}}, None)
 
     def get_config(self):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = super().get_config()
         config["cells"] = [layers.serialize(c) for c in self.cells]
@@ -448,7 +448,7 @@ class StackedRNNCells(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = dict(config)
         config["cells"] = [layers.deserialize(c, custom_objects) for c in config["cells"]]

@@ -43,7 +43,7 @@ class Wrapper(Layer):
         self.layer = layer
 
     def get_config(self):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = super().get_config()
         config["layer"] = layers.serialize(self.layer)
@@ -51,7 +51,7 @@ class Wrapper(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = dict(config)
         config["layer"] = layers.deserialize(config["layer"], custom_objects)
@@ -223,7 +223,7 @@ class Bidirectional(Layer):
         self.backward_layer.reset_states(states[half:])
 
     def get_config(self):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = super().get_config()
         config["layer"] = {"class_name": self._layer_class.__name__,
@@ -235,7 +235,7 @@ class Bidirectional(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from eagerflow.keras import layers
+        from eagerflow.keras import layers  # the name table: see eagerflow.keras
 
         config = dict(config)
         config["layer"] = layers.deserialize(config["layer"], custom_objects)

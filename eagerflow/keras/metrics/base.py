@@ -314,7 +314,7 @@ class MeanMetricWrapper(Mean):
     def from_config(cls, config):
         config = dict(config)
         if cls is MeanMetricWrapper and isinstance(config.get("fn"), str):
-            from eagerflow.keras import metrics
+            from eagerflow.keras import metrics  # the name table: see eagerflow.keras
 
             config["fn"] = metrics.get_function(config["fn"])
         return cls(**config)

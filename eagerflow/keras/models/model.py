@@ -83,7 +83,7 @@ class Model(Trainer, base_layer.Layer):
 
     def __new__(cls, *args, **kwargs):
         if _is_functional_call(args, kwargs):
-            from eagerflow.keras.models.functional import Functional
+            from eagerflow.keras.models.functional import Functional  # see eagerflow.keras
 
             if cls is Model:
                 return Functional.__new__(Functional)
@@ -366,7 +366,7 @@ class Model(Trainer, base_layer.Layer):
         """Creates a model from :meth:`get_config` output (a functional graph's config
         gives a functional model, as in Keras)."""
         if cls is Model and "layers" in config and "input_layers" in config:
-            from eagerflow.keras.models.functional import Functional
+            from eagerflow.keras.models.functional import Functional  # see eagerflow.keras
 
             return Functional.from_config(config, custom_objects=custom_objects,
                                           safe_mode=safe_mode)

@@ -293,6 +293,7 @@ class LossScaleOptimizer(Optimizer):
 
     # -- config -------------------------------------------------------------------------------
     def get_config(self):
+        # the name table: see eagerflow.keras
         from eagerflow.keras.optimizers import serialize
 
         return {"name": self.name, "inner_optimizer": serialize(self.inner_optimizer),
@@ -301,6 +302,7 @@ class LossScaleOptimizer(Optimizer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
+        # the name table: see eagerflow.keras
         from eagerflow.keras.optimizers import deserialize
 
         config = dict(config)

@@ -32,16 +32,16 @@ and read a tensor's static dimensions (None where unknown while tracing).
 from __future__ import annotations
 
 import builtins
+import operator
+
+import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.ops.math.arithmetic import ZEROS_LIKE
-from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
-from eagerflow.ops.array.creation_ops import FILL, int_tuple
-from eagerflow.ops.dispatch import execute
+from eagerflow.ops.static_value import constant_value
 from eagerflow.tensor import Tensor, convert_to_tensor, is_tensor
 
-__all__ = []
+__all__ = ["int_tuple"]
 
 EXPORTS = {}
 
@@ -51,6 +51,53 @@ _range = builtins.range  # ``range`` here is the op, re-exported from creation_o
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
+def int_tuple(value, op, what="shape"):
+    """Static tuple of ints from an int, list/tuple (of ints or int scalars), TensorShape,
+    numpy array or eager integer tensor.
+
+    Raises:
+        InvalidArgumentError: Naming ``op`` and the bad value when it holds a non-integer,
+            an unknown dimension, or a value only known when the graph runs.
+    """
+    cls = value.__class__
+    if cls is tuple or cls is list:
+        out = tuple(value)
+        for v in out:
+            if v.__class__ is not int:
+                break
+        else:
+            return out
+        try:
+            return tuple([v if v.__class__ is int else operator.index(v) for v in out])
+        except TypeError:
+            pass
+    elif cls is int:
+        return (value,)
+    elif hasattr(value, "as_list"):  # TensorShape
+        dims = value.dims
+        if dims is not None and None not in dims:
+            return tuple(dims)
+    elif isinstance(value, (Tensor, np.ndarray, np.generic)):
+        array = constant_value(value) if isinstance(value, Tensor) else np.asarray(value)
+        if array is not None and array.dtype.kind in "iu" and array.ndim <= 1:
+            return tuple(int(v) for v in array.reshape(-1))
+    elif isinstance(value, np.integer):
+        return (int(value),)
+    symbolic = hasattr(value, "_node") or (
+        hasattr(value, "dtype") and not isinstance(value, (Tensor, np.ndarray)))
+    raise errors.InvalidArgumentError(
+        None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s.%s"
+        % (op, what, _short(value),
+           " A value computed inside a traced function is not known until it runs; pass a "
+           "static %s (e.g. x.shape) instead." % what if symbolic else ""))
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
 
 def _err(message):
     """An error raised in a kernel or shape rule; dispatch prefixes op, inputs and device."""
@@ -115,8 +162,3 @@ def _as_tensor(x):
 def _fully_known(dims):
     return dims is not None and None not in dims
 
-
-def _zeros_shaped(template, shape):
-    """Zeros of ``shape`` with the dtype and device of ``template``."""
-    zero = execute(SUM_TO_SHAPE, (execute(ZEROS_LIKE, (template,)),), {"shape": ()})
-    return execute(FILL, (zero,), {"shape": tuple(shape)})

@@ -26,16 +26,19 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
-from eagerflow.ops.math.arithmetic import ONES_LIKE, ZEROS_LIKE
-from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
+from eagerflow.ops.array import _short, int_tuple, reshape_ops
+from eagerflow.ops.math.arithmetic import ONES_LIKE, ZEROS_LIKE, less
+from eagerflow.ops.math.broadcast import SUM_TO_SHAPE, broadcast_to
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.family import ALL, REAL, _sample_values
+from eagerflow.ops.family import ALL, REAL, _sample_values, broadcast_shapes
+from eagerflow.ops.reduce import reductions
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.tensor import Tensor
+from eagerflow.ops.static_value import constant_value
+from eagerflow.tensor import Tensor, convert_to_tensor, is_tensor
 
 __all__ = ["zeros", "ones", "fill", "zeros_like", "ones_like", "eye", "range", "linspace",
-           "meshgrid", "sequence_mask", "int_tuple"]
+           "meshgrid", "sequence_mask"]
 
 EXPORTS = {
     "": ["zeros", "ones", "fill", "zeros_like", "ones_like", "eye", "range", "linspace",
@@ -46,54 +49,6 @@ EXPORTS = {
 _range = builtins.range
 _SWEEP = (d.float32, d.float64, d.int32, d.bool, d.complex64)
 _FLOATS = (d.float16, d.bfloat16, d.float32, d.float64)
-
-
-def int_tuple(value, op, what="shape"):
-    """Static tuple of ints from an int, list/tuple (of ints or int scalars), TensorShape,
-    numpy array or eager integer tensor.
-
-    Raises:
-        InvalidArgumentError: Naming ``op`` and the bad value when it holds a non-integer,
-            an unknown dimension, or a value only known when the graph runs.
-    """
-    cls = value.__class__
-    if cls is tuple or cls is list:
-        out = tuple(value)
-        for v in out:
-            if v.__class__ is not int:
-                break
-        else:
-            return out
-        try:
-            return tuple([v if v.__class__ is int else operator.index(v) for v in out])
-        except TypeError:
-            pass
-    elif cls is int:
-        return (value,)
-    elif hasattr(value, "as_list"):  # TensorShape
-        dims = value.dims
-        if dims is not None and None not in dims:
-            return tuple(dims)
-    elif isinstance(value, (Tensor, np.ndarray, np.generic)):
-        from eagerflow.ops.static_value import constant_value
-
-        array = constant_value(value) if isinstance(value, Tensor) else np.asarray(value)
-        if array is not None and array.dtype.kind in "iu" and array.ndim <= 1:
-            return tuple(int(v) for v in array.reshape(-1))
-    elif isinstance(value, np.integer):
-        return (int(value),)
-    symbolic = hasattr(value, "_node") or (
-        hasattr(value, "dtype") and not isinstance(value, (Tensor, np.ndarray)))
-    raise errors.InvalidArgumentError(
-        None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s.%s"
-        % (op, what, _short(value),
-           " A value computed inside a traced function is not known until it runs; pass a "
-           "static %s (e.g. x.shape) instead." % what if symbolic else ""))
-
-
-def _short(value):
-    text = repr(value)
-    return text if len(text) < 60 else text[:57] + "..."
 
 
 def _check_shape(shape, op):
@@ -532,8 +487,6 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
 
 def _is_dynamic(value):
     """True for a tensor whose value is known only when the graph runs."""
-    from eagerflow.ops.static_value import constant_value
-
     return isinstance(value, Tensor) and constant_value(value) is None
 
 
@@ -586,7 +539,6 @@ def _linspace_kernel(xp):
 
 
 def _linspace_shape(start, stop, *, num, axis):
-    from eagerflow.ops.family import broadcast_shapes
 
     shape = broadcast_shapes(start.shape, stop.shape)
     if shape is None:
@@ -603,7 +555,6 @@ def _scalar_like(g, one):
 
 def _linspace_vjp(g, start, stop, out, *, num, axis):
 
-    from eagerflow.ops.array import reshape_ops
     rank = len(g.shape)
     a = axis % rank
     t = execute(LINSPACE, (_scalar_like(g, False), _scalar_like(g, True)),
@@ -616,9 +567,6 @@ def _linspace_vjp(g, start, stop, out, *, num, axis):
 
 def _sum_axis(x, axis):
     """Sums over one axis, dropping it."""
-    from eagerflow.ops.array import reshape_ops
-    from eagerflow.ops.reduce import reductions
-
     dims = tuple(x.shape)
     if None in dims:
 
@@ -692,7 +640,6 @@ def linspace(start, stop, num, name=None, axis=0):
 def _linspace_float_bounds(start, stop):
     """Integer bounds (``linspace(-2, 2, 201)``) compute in float64, as TF's linspace (its
     spacing is an integer tensor divided by truediv); floating bounds keep their dtype."""
-    from eagerflow.tensor import convert_to_tensor
 
     start_dtype = getattr(start, "dtype", None)
     if start_dtype is None:
@@ -731,8 +678,6 @@ def meshgrid(*args, **kwargs):
         >>> X.numpy().tolist(), Y.numpy().tolist()
         ([[1, 2, 3], [1, 2, 3]], [[4, 4, 4], [5, 5, 5]])
     """
-    from eagerflow.ops.array import reshape_ops
-    from eagerflow.ops.math.broadcast import broadcast_to
 
     indexing = kwargs.pop("indexing", "xy")
     kwargs.pop("name", None)
@@ -787,9 +732,6 @@ def sequence_mask(lengths, maxlen=None, dtype=d.bool, name=None):
         >>> ef.sequence_mask([1, 3], 4).numpy().astype(int).tolist()
         [[1, 0, 0, 0], [1, 1, 1, 0]]
     """
-    from eagerflow.ops.array import reshape_ops
-    from eagerflow.ops.math.arithmetic import less
-    from eagerflow.tensor import convert_to_tensor, is_tensor
 
     lengths = lengths if is_tensor(lengths) else convert_to_tensor(lengths)
     if not lengths.dtype.is_integer:

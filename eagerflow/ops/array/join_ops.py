@@ -11,10 +11,11 @@ import numpy as np
 from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import ZEROS_LIKE
+from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
 from eagerflow.ops.array import (
-    _SWEEP, _as_tensor, _axis, _dims, _err, _new_axis, _range, _scalar_axis, _zeros_shaped,
+    _SWEEP, _as_tensor, _axis, _dims, _err, _new_axis, _range, _scalar_axis, int_tuple,
 )
-from eagerflow.ops.array.creation_ops import int_tuple
+from eagerflow.ops.array.creation_ops import FILL
 from eagerflow.ops import composite
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, _sample_values
@@ -26,6 +27,12 @@ __all__ = ["concat", "stack", "unstack", "split"]
 EXPORTS = {
     "": ["concat", "stack", "unstack", "split"],
 }
+
+
+def _zeros_shaped(template, shape):
+    """Zeros of ``shape`` with the dtype and device of ``template``."""
+    zero = execute(SUM_TO_SHAPE, (execute(ZEROS_LIKE, (template,)),), {"shape": ()})
+    return execute(FILL, (zero,), {"shape": tuple(shape)})
 
 
 # --- ConcatV2 / SplitV / Split ----------------------------------------------------------------

@@ -14,9 +14,8 @@ from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import CONJ
 from eagerflow.ops.array import (
-    _SWEEP, _axis, _dims, _err, _fully_known, _new_axis, _prod, _range, _scalar_axis,
+    _SWEEP, _axis, _dims, _err, _fully_known, _new_axis, _prod, _range, _scalar_axis, int_tuple,
 )
-from eagerflow.ops.array.creation_ops import int_tuple
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, _sample_values
 from eagerflow.ops.registry import AbstractValue

@@ -127,7 +127,7 @@ def _shape_samples(rng, dtype):
 SHAPE = registry.primitive(
     "Shape", lambda xp: (lambda asarray: lambda x, *, out_type: asarray(
         x.shape, dtype=out_type))(xp.asarray),
-    dtypes=ALL, family="array", sweep_dtypes=_SWEEP, samples=_shape_samples,
+    dtypes=ALL, family="array", sweep_dtypes=_SWEEP, samples=_shape_samples, shape_only=(0,),
     shape_fn=lambda x, *, out_type: AbstractValue(
         (None if _dims(x) is None else len(_dims(x)),), out_type),
     reference=lambda x, *, out_type: np.asarray(x.shape, dtype=out_type))
@@ -135,14 +135,14 @@ SHAPE = registry.primitive(
 SIZE = registry.primitive(
     "Size", lambda xp: (lambda asarray: lambda x, *, out_type: asarray(
         x.size, dtype=out_type))(xp.asarray),
-    dtypes=ALL, family="array", sweep_dtypes=_SWEEP, samples=_shape_samples,
+    dtypes=ALL, family="array", sweep_dtypes=_SWEEP, samples=_shape_samples, shape_only=(0,),
     shape_fn=lambda x, *, out_type: AbstractValue((), out_type),
     reference=lambda x, *, out_type: np.asarray(x.size, dtype=out_type))
 
 RANK = registry.primitive(
     "Rank", lambda xp: (lambda asarray: lambda x: asarray(x.ndim, dtype=np.int32))(xp.asarray),
     dtypes=ALL, family="array", sweep_dtypes=_SWEEP, samples=_identity_samples,
-    shape_fn=lambda x: AbstractValue((), d.int32),
+    shape_only=(0,), shape_fn=lambda x: AbstractValue((), d.int32),
     reference=lambda x: np.asarray(x.ndim, dtype=np.int32))
 
 

@@ -12,9 +12,10 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
-from eagerflow.ops.array import _SWEEP, _axis, _dims, _err, _prod, _range, _scalar_axis
+from eagerflow.ops.array import (
+    _SWEEP, _axis, _dims, _err, _prod, _range, _scalar_axis, int_tuple,
+)
 from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
-from eagerflow.ops.array.creation_ops import int_tuple
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, NUMERIC, _sample_values
 from eagerflow.ops.registry import AbstractValue

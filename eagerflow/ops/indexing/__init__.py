@@ -147,6 +147,7 @@ def _add_trailing_axes(t, count):
     """``t[..., None, None, ...]`` with ``count`` new axes (a StridedSlice, so traceable)."""
     if count == 0:
         return t
+    # slicing (tensor __getitem__) is built on this package's gather and mask ops.
     from eagerflow.ops.array import slicing
 
     return slicing.getitem(t, (Ellipsis,) + (None,) * count)

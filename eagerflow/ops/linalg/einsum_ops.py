@@ -636,6 +636,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
 
 
 def _matrix_2_norm(tensor, axis, rank, keepdims):
+    # The factorizations' gradients are einsums (through this package's helpers).
     from eagerflow.ops.linalg import linalg_factorizations
     from eagerflow.ops.reduce import reductions
     from eagerflow.ops.array import reshape_ops

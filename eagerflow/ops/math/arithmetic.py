@@ -66,9 +66,10 @@ def _zeros_like_kernel(xp):
 
 
 ZEROS_LIKE = unary("ZerosLike", _zeros_like_kernel, dtypes=ALL, reference=np.zeros_like,
-                   family="array", gpu_expr=(GPU_ANY, "({O})0"))
+                   family="array", gpu_expr=(GPU_ANY, "({O})0"), shape_only=(0,))
 ONES_LIKE = unary("OnesLike", lambda xp: (lambda x: xp.ones_like(x)), dtypes=ALL,
-                  reference=np.ones_like, family="array", gpu_expr=(GPU_ANY, "({O})1"))
+                  reference=np.ones_like, family="array", gpu_expr=(GPU_ANY, "({O})1"),
+                  shape_only=(0,))
 
 
 def _pow_kernel(xp):
@@ -206,8 +207,9 @@ greater_equal = public_binary(_CMP["GreaterEqual"], "greater_equal",
 
 
 def log_t(x):
-
+    """log(x), for the gradient of Pow (the unary family is built on this module)."""
     from eagerflow.ops.math import unary_math
+
     return unary_math.log(x)
 
 

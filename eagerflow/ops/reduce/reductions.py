@@ -391,7 +391,7 @@ BROADCAST_REDUCED = registry.primitive(
     "BroadcastReduced", _broadcast_reduced_kernel, dtypes=NUMERIC, dtype_group=(0,),
     shape_fn=_broadcast_reduced_shape, vjp=_broadcast_reduced_vjp, saves=(),
     reference=_ref_broadcast_reduced, samples=_broadcast_reduced_samples,
-    grad_samples=_broadcast_reduced_grad_samples, family="reduce",
+    grad_samples=_broadcast_reduced_grad_samples, family="reduce", shape_only=(1,),
     doc="Gradient helper: a reduction's result broadcast back over the reduced axes.")
 
 ARGMAX = registry.primitive(

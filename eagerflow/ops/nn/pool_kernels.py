@@ -1,0 +1,434 @@
+"""The pooling kernels, written once against ``xp`` (numpy or cupy): ``MaxPool``,
+``AvgPool`` and their gradients (declared in :mod:`eagerflow.ops.nn.pool_ops`).
+
+For a window of ``k`` taps (stride ``s``, dilation ``d``) at output position ``p``::
+
+    max_pool(x)[p] = max_t  pad(x, -inf)[p * s + t * d]
+    avg_pool(x)[p] = sum_t  pad(x, 0)[p * s + t * d] / (number of taps inside x)
+
+Kernels loop over the window's taps (a handful) with whole-array operations on strided
+slices, in the input's own layout (channels last or first, no transposes).
+
+* ``MaxPoolGrad(x, g)`` routes each output gradient to the first maximum of its window (TF's
+  tie rule: the first in row-major window order), found by comparing each tap with the
+  recomputed maximum (no argmax indices). When the windows tile a large input (stride
+  equal to the window, no padding) each spatial axis is split into (window, tap) axes of
+  a view, so one comparison marks every maximum and one broadcast multiply writes the
+  gradient; only the tie rule goes tap by tap, on the boolean mask.
+* ``MaxPoolGradGrad(x, h)`` gathers ``h`` at the same argmax positions.
+* ``AvgPoolGrad(g)`` spreads each ``g / count`` over its window.
+
+Attributes: ksize, strides, dilations (tuples of nd ints), padding ("SAME", "VALID" or nd
+(before, after) pairs), data_format.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+
+from eagerflow import errors
+from eagerflow.backend import cpu_threads
+from eagerflow.ops.nn.window_geometry import (
+    CHANNELS_FIRST, check_window_attrs, crop_spatial, from_channels_last, pad_spatial,
+    spatial_geometry, tap_slices, to_channels_last,
+)
+
+__all__ = []
+
+EXPORTS = {}
+
+
+def _err(message):
+    return errors.InvalidArgumentError(None, None, message)
+
+
+class PoolGeometry(NamedTuple):
+    in_shape: tuple      # the input's shape, in its data format
+    in_sp: tuple
+    k: tuple
+    out_sp: tuple
+    pads: tuple
+    lead: int            # axes before the spatial ones: 1 channels last, 2 channels first
+
+    @property
+    def out_shape(self):
+        lead, nd = self.lead, len(self.k)
+        return self.in_shape[:lead] + self.out_sp + self.in_shape[lead + nd:]
+
+    @property
+    def padded_shape(self):
+        lead, nd = self.lead, len(self.k)
+        return (self.in_shape[:lead]
+                + tuple(n + lo + hi for n, (lo, hi) in zip(self.in_sp, self.pads))
+                + self.in_shape[lead + nd:])
+
+    @property
+    def empty(self):
+        return any(o == 0 for o in self.out_sp)
+
+
+@functools.lru_cache(maxsize=1024)
+def pool_geometry(x_shape, ksize, strides, dilations, padding, data_format):
+    """Validates a pooling op's attributes against the input shape (None dims allowed)."""
+    nd = len(ksize)
+    check_window_attrs(nd, strides, dilations, padding, data_format)
+    if any(int(k) < 1 for k in ksize):
+        raise _err("ksize must be %d positive ints (one per spatial dimension), got %s."
+                   % (nd, list(ksize)))
+    if len(x_shape) != nd + 2:
+        raise _err("input must be a rank-%d tensor (%s) for %d spatial dimension(s), got "
+                   "shape %s." % (nd + 2, data_format, nd, list(x_shape)))
+    if not isinstance(padding, str):
+        for i, ((lo, hi), k, d) in enumerate(zip(padding, ksize, dilations)):
+            eff = (k - 1) * d + 1
+            if lo >= eff or hi >= eff:
+                raise _err("explicit padding %s in spatial dimension %d must be smaller than "
+                           "the window (size %d), or some windows would hold only padding."
+                           % ([lo, hi], i, eff))
+    lead = 2 if data_format in CHANNELS_FIRST else 1
+    in_sp = tuple(x_shape[lead:lead + nd])
+    out_sp, pads = spatial_geometry(in_sp, ksize, strides, dilations, padding)
+    return PoolGeometry(tuple(x_shape), in_sp, tuple(ksize), out_sp, pads, lead)
+
+
+def geometry(shape, attrs):
+    """The PoolGeometry of an input shape under a pooling op's attributes."""
+    return pool_geometry(tuple(shape), attrs["ksize"], attrs["strides"], attrs["dilations"],
+                         attrs["padding"], attrs["data_format"])
+
+
+def _lowest(xp, dtype):
+    """The padding value that never wins a max: -inf, or the integer minimum."""
+    # Dtype introspection is host-side numpy: cupy arrays carry numpy dtypes.
+    if dtype.kind in "iu":
+        return int(np.iinfo(dtype).min)
+    return -float("inf")
+
+
+def _compute_dtype(xp, a):
+    return xp.float32 if a.dtype.itemsize == 2 else a.dtype
+
+
+def _taps(g, attrs):
+    return tap_slices(g.k, g.out_sp, attrs["strides"], attrs["dilations"], g.lead)
+
+
+def _disjoint(g, attrs):
+    """True when no two windows share an input element (stride >= window, no dilation).
+
+    Then each tap's slice of the padded input is written once by a gradient, so a plain
+    assignment replaces the read-add-write of a scatter (pooling with stride equal to the
+    window, the common case, touches every element exactly once).
+    """
+    return all(d == 1 and s >= k for k, s, d in zip(g.k, attrs["strides"], attrs["dilations"]))
+
+
+def _pool_max(xp, xpad, g, attrs, out=None):
+    """The max over each window: one maximum per tap on strided slices (no copy first)."""
+    taps = [index for _, index in _taps(g, attrs)]
+    if len(taps) == 1:
+        if out is None:
+            return xp.array(xpad[taps[0]])
+        out[...] = xpad[taps[0]]
+        return out
+    out = xp.maximum(xpad[taps[0]], xpad[taps[1]], out=out)
+    for index in taps[2:]:
+        xp.maximum(out, xpad[index], out=out)
+    return out
+
+
+def _by_batch(xp, n, elements, block):
+    """Runs ``block(lo, hi)`` over the batch: on numpy, blocks of it on every core."""
+    cpu_threads.run_blocks(block, n, elements, xp=xp)
+
+
+def _first_max_masks(xp, xpad, g, attrs):
+    """Yields ``(index, hit)`` per tap: ``hit`` marks the outputs whose first maximum (in
+    row-major window order, TF's tie rule) is that tap's element.
+
+    Each window's maximum is recomputed, then every tap compares its slice with it and drops
+    the outputs an earlier tap already took: a few elementwise passes per tap, no argmax
+    indices and no scatter by index. A NaN counts as the maximum, as in the forward pass.
+    Each mask is valid until the next one is drawn (the taken set is updated in place).
+    """
+    best = _pool_max(xp, xpad, g, attrs)
+    has_nan = xpad.dtype.kind not in "iub" and bool(xp.isnan(best).any())
+    taken = None
+    for _, index in _taps(g, attrs):
+        s = xpad[index]
+        hit = xp.equal(s, best)
+        if has_nan:
+            hit |= xp.isnan(s)
+        if taken is None:
+            taken = hit
+        else:
+            xp.greater(hit, taken, out=hit)        # hit and not taken
+            xp.logical_or(taken, hit, out=taken)
+        yield index, hit
+
+
+# The one-mask max-pool gradient pays on inputs larger than the cache. Measured on one
+# thread (CPU time, 20 interleaved rounds, median ratio to the per-tap form): 0.78x for
+# [64, 26, 26, 32], 0.72x for [64, 26, 26, 64]; but 1.26x for [64, 11, 11, 64] and 1.86x
+# for [64, 26, 26, 8], where numpy's broadcast over the split axes costs more than it saves.
+TILED_MIN_ELEMENTS = 1 << 20
+
+
+def _tiles(g, attrs):
+    """True when the windows tile the input: stride equal to the window, no dilation, no
+    padding (the usual 2x2/2 pool). Rows and columns past the last window are not read."""
+    return (tuple(attrs["strides"]) == tuple(g.k) and all(d == 1 for d in attrs["dilations"])
+            and all(p == (0, 0) for p in g.pads))
+
+
+def _split_windows(a, g):
+    """The view of ``a`` with each spatial axis split into (window, tap): no copy.
+
+    Axis ``lead + 2 * i`` indexes the windows of spatial dimension ``i`` and axis
+    ``lead + 2 * i + 1`` the taps within them; elements past the last window are cut off.
+    """
+    lead, nd = g.lead, len(g.k)
+    cut = (slice(None),) * lead + tuple(slice(0, o * k) for o, k in zip(g.out_sp, g.k))
+    shape = a.shape[:lead]
+    for o, k in zip(g.out_sp, g.k):
+        shape += (o, k)
+    return a[cut].reshape(shape + a.shape[lead + nd:])
+
+
+def _tiled_max_pool_grad(xp, x, grad, g, finite, out):
+    """MaxPoolGrad for windows that tile the input (see ``_tiles``), into ``out``.
+
+    With the taps on axes of their own, one comparison with the broadcast maximum marks
+    every maximum and one broadcast multiply writes the whole gradient; only the tie rule
+    (the first maximum in row-major window order wins) goes tap by tap, on the boolean
+    mask. The per-tap form is two to three times the work: every tap's slice of x, of the
+    mask and of the gradient is a separate strided pass.
+    """
+    lead, nd = g.lead, len(g.k)
+    xr = _split_windows(x, g)
+    taps = [(slice(None),) * lead + sum(((slice(None), t) for t in tap), ())
+            for tap in itertools.product(*[range(k) for k in g.k])]
+    best = xp.maximum(xr[taps[0]], xr[taps[1]]) if len(taps) > 1 else xr[taps[0]].copy()
+    for index in taps[2:]:
+        xp.maximum(best, xr[index], out=best)
+    spread = (slice(None),) * lead + (slice(None), None) * nd
+    hit = xp.equal(xr, best[spread])
+    if xr.dtype.kind not in "iub" and bool(xp.isnan(best).any()):
+        hit |= xp.isnan(xr)
+    taken = hit[taps[0]].copy()
+    for index in taps[1:]:
+        h = hit[index]
+        xp.greater(h, taken, out=h)               # a maximum no earlier tap took
+        xp.logical_or(taken, h, out=taken)
+    dr = _split_windows(out, g)
+    if finite:
+        xp.multiply(grad[spread], hit, out=dr)
+    else:
+        dr[...] = 0
+        xp.copyto(dr, xp.broadcast_to(grad[spread], dr.shape), where=hit)
+
+
+def _route(xp, dst, src, hit, assign, finite, tmp=None):
+    """``dst (+)= src`` where ``hit``, zero elsewhere (``assign``: dst is written once).
+
+    With finite values a multiply by the mask is the fast form (a masked copy branches on
+    every element: 5x slower on a random mask). A NaN or infinity would turn into NaN where
+    the mask is off, so those go through the masked forms, which never read src there.
+    """
+    if finite:
+        if assign:
+            xp.multiply(src, hit, out=dst)
+        else:
+            xp.multiply(src, hit, out=tmp)
+            dst += tmp
+    elif assign:
+        xp.copyto(dst, src, where=hit)
+    elif cpu_threads.is_numpy(xp):
+        np.add(dst, src, out=dst, where=hit)
+    else:
+        dst += xp.where(hit, src, 0)
+
+
+def _all_finite(xp, a):
+    return a.dtype.kind in "iub" or bool(xp.isfinite(a).all())
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel factories. Attributes: ksize, strides, dilations (tuples of nd ints), padding
+# ("SAME", "VALID" or nd (before, after) pairs), data_format.
+# --------------------------------------------------------------------------------------------
+
+def max_pool_kernel(xp):
+    def kernel(x, **attrs):
+        g = geometry(x.shape, attrs)
+        if g.empty or x.size == 0:
+            return xp.zeros(g.out_shape, dtype=x.dtype)
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        out = xp.empty(g.out_shape, dtype=x.dtype)
+
+        def block(lo, hi):
+            _pool_max(xp, xpad[lo:hi], g, attrs, out=out[lo:hi])
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        return out
+    return kernel
+
+
+def max_pool_grad_kernel(xp):
+    def kernel(x, grad, **attrs):
+        g = geometry(x.shape, attrs)
+        _check_grad(grad.shape, g)
+        if g.empty or x.size == 0:
+            return xp.zeros(x.shape, dtype=grad.dtype)
+        finite = _all_finite(xp, grad)
+        # numpy only: the form relies on reshapes of cropped views being views.
+        if x.size >= TILED_MIN_ELEMENTS and cpu_threads.is_numpy(xp) and _tiles(g, attrs):
+            covered = all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
+            dx = (xp.empty if covered else xp.zeros)(x.shape, dtype=grad.dtype)
+
+            def tiled(lo, hi):
+                _tiled_max_pool_grad(xp, x[lo:hi], grad[lo:hi], g, finite, dx[lo:hi])
+
+            _by_batch(xp, x.shape[0], x.size, tiled)
+            return dx
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        disjoint = _disjoint(g, attrs)
+        # Overlapping windows add up in float32 for the half types.
+        dt = grad.dtype if disjoint else _compute_dtype(xp, grad)
+        src = grad.astype(dt, copy=False)
+        dxp = xp.zeros(g.padded_shape, dtype=dt)
+
+        def block(lo, hi):
+            gb, db = src[lo:hi], dxp[lo:hi]
+            tmp = None if disjoint or not finite else xp.empty(gb.shape, dtype=dt)
+            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+                _route(xp, db[index], gb, hit, disjoint, finite, tmp)
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        dxp = crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
+        return dxp.astype(grad.dtype, copy=False)
+    return kernel
+
+
+def max_pool_grad_grad_kernel(xp):
+    def kernel(x, h, **attrs):
+        g = geometry(x.shape, attrs)
+        if tuple(h.shape) != tuple(x.shape):
+            raise _err("the gradient to gather has shape %s but the pooled input has shape "
+                       "%s; they must be equal." % (list(h.shape), list(x.shape)))
+        if g.empty or x.size == 0:
+            return xp.zeros(g.out_shape, dtype=h.dtype)
+        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+        hpad = pad_spatial(xp, h, g.pads, 0, g.lead)
+        finite = _all_finite(xp, h)
+        out = xp.zeros(g.out_shape, dtype=h.dtype)
+
+        def block(lo, hi):
+            ob, hb = out[lo:hi], hpad[lo:hi]
+            tmp = xp.empty(ob.shape, dtype=h.dtype) if finite else None
+            # Exactly one tap hits each output, so the sum over taps is a gather of h at
+            # the first maximum.
+            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+                _route(xp, ob, hb[index], hit, False, finite, tmp)
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        return out
+    return kernel
+
+
+@functools.lru_cache(maxsize=256)
+def _window_counts(g, strides, dilations):
+    """numpy array (broadcastable to the output) of the valid taps of every window."""
+    counts = np.ones((1,) * g.lead + g.out_sp + (1,) * (len(g.in_shape) - g.lead - len(g.k)))
+    for i, (n, o, k, s, d, (lo, _)) in enumerate(zip(g.in_sp, g.out_sp, g.k, strides,
+                                                     dilations, g.pads)):
+        pos = np.arange(o)[:, None] * s - lo + np.arange(k)[None, :] * d
+        per_dim = ((pos >= 0) & (pos < n)).sum(axis=1)
+        shape = [1] * counts.ndim
+        shape[g.lead + i] = o
+        counts = counts * per_dim.reshape(shape)
+    # A window of only padding (possible with large dilations) averages to 0, not NaN.
+    return np.maximum(counts, 1)
+
+
+def _counts(xp, g, attrs, dtype):
+    if attrs["padding"] == "VALID":
+        return float(np.prod(g.k))
+    return xp.asarray(_window_counts(g, attrs["strides"], attrs["dilations"]).astype(dtype))
+
+
+def avg_pool_kernel(xp):
+    def kernel(x, **attrs):
+        g = geometry(x.shape, attrs)
+        if g.empty or x.size == 0:
+            return xp.zeros(g.out_shape, dtype=x.dtype)
+        ct = _compute_dtype(xp, x)
+        xpad = pad_spatial(xp, x.astype(ct, copy=False), g.pads, 0, g.lead)
+        taps = [index for _, index in _taps(g, attrs)]
+        counts = _counts(xp, g, attrs, ct)
+        acc = xp.empty(g.out_shape, dtype=ct)
+
+        def block(lo, hi):
+            xb, ab = xpad[lo:hi], acc[lo:hi]
+            if len(taps) == 1:
+                ab[...] = xb[taps[0]]
+            else:
+                xp.add(xb[taps[0]], xb[taps[1]], out=ab)
+            for index in taps[2:]:
+                xp.add(ab, xb[index], out=ab)
+            xp.divide(ab, counts, out=ab)
+
+        _by_batch(xp, x.shape[0], x.size, block)
+        return acc.astype(x.dtype, copy=False)
+    return kernel
+
+
+def avg_pool_grad_kernel(xp):
+    def kernel(grad, *, input_shape, **attrs):
+        input_shape = _resolve_input_shape(input_shape, grad.shape, attrs)
+        g = geometry(input_shape, attrs)
+        _check_grad(grad.shape, g)
+        ct = _compute_dtype(xp, grad)
+        dxp = xp.zeros(g.padded_shape, dtype=ct)
+        if not (g.empty or grad.size == 0):
+            counts = _counts(xp, g, attrs, ct)
+            disjoint = _disjoint(g, attrs)
+
+            def block(lo, hi):
+                scaled = grad[lo:hi].astype(ct, copy=False) / counts
+                db = dxp[lo:hi]
+                for _, index in _taps(g, attrs):
+                    if disjoint:
+                        db[index] = scaled
+                    else:
+                        db[index] += scaled
+
+            _by_batch(xp, grad.shape[0], int(np.prod(g.padded_shape)), block)
+        return crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead).astype(grad.dtype, copy=False)
+    return kernel
+
+
+def _resolve_input_shape(input_shape, grad_shape, attrs):
+    """Fills unknown batch/channel dims of a static input shape from the gradient."""
+    if None not in input_shape:
+        return tuple(input_shape)
+    fmt = attrs["data_format"]
+    shape = list(to_channels_last(input_shape, fmt))
+    last = to_channels_last(grad_shape, fmt)
+    shape[0] = last[0] if shape[0] is None else shape[0]
+    shape[-1] = last[-1] if shape[-1] is None else shape[-1]
+    if None in shape:
+        raise _err("input_shape %s has unknown spatial dimensions; the pooling gradient "
+                   "needs them to be static." % (list(input_shape),))
+    return from_channels_last(tuple(shape), fmt)
+
+
+def _check_grad(grad_shape, g):
+    if tuple(grad_shape) != g.out_shape:
+        raise _err("the output gradient has shape %s but pooling an input of shape %s gives "
+                   "%s. Check ksize, strides and padding." % (
+                       list(grad_shape), list(g.in_shape), list(g.out_shape)))

@@ -3,7 +3,7 @@
 Run it in an environment that has tensorflow (not a dependency of eagerflow):
 
     python scripts/record_tf_reference.py            # everything
-    python scripts/record_tf_reference.py ragged hashing resize_aa  # only these parts
+    python scripts/record_tf_reference.py ragged hashing resize_aa sparse  # only these parts
 
 It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
 string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
@@ -252,17 +252,56 @@ def record_hashing():
         f.write("\n")
 
 
+def _sparse_or_dense(x):
+    if isinstance(x, tf.sparse.SparseTensor):
+        return {"indices": x.indices.numpy().tolist(), "values": _plain(x.values.numpy().tolist()),
+                "dense_shape": x.dense_shape.numpy().tolist()}
+    return {"dense": _plain(x.numpy().tolist()), "dtype": x.dtype.name}
+
+
+def record_sparse():
+    """tf.sparse on the cases of tests/sparse/sparse_cases.py, with gradients."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(OUT))))
+    from tests.sparse import sparse_cases as cases
+
+    out = {"tensorflow": tf.__version__, "ops": {}, "grads": {}}
+    for name, (inputs, op) in cases.CASES.items():
+        out["ops"][name] = _sparse_or_dense(op(tf, *inputs(tf)))
+    for name, loss in cases.GRAD_CASES.items():
+        v = tf.Variable(cases.VALUES)
+        b = tf.Variable(cases.GRAD_DENSE)
+        with tf.GradientTape() as tape:
+            value = loss(tf, v * 1.0, b * 1.0)
+        gv, gb = tape.gradient(value, [v, b])
+        out["grads"][name] = {"loss": float(value.numpy()), "values": gv.numpy().tolist(),
+                              "dense": None if gb is None else gb.numpy().tolist()}
+    from tests.data.ragged_pipelines import PARSE_PIPELINES
+
+    out["parse_pipelines"] = {}
+    for name, build in PARSE_PIPELINES.items():
+        ds = build(tf)
+        elements = []
+        for e in ds:
+            parts = e.items() if isinstance(e, dict) else enumerate(e)
+            elements.append({str(k): _sparse_or_dense(v) for k, v in parts})
+        out["parse_pipelines"][name] = {"spec": repr(ds.element_spec), "elements": elements}
+    with open(os.path.join(OUT, "sparse_ops.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def main(parts):
     os.makedirs(OUT, exist_ok=True)
     if parts:
         for part in parts:
             {"ragged": record_ragged_datasets, "hashing": record_hashing,
-             "resize_aa": record_resize_antialias}[part]()
+             "resize_aa": record_resize_antialias, "sparse": record_sparse}[part]()
         print("wrote", parts)
         return
     record_ragged_datasets()
     record_hashing()
     record_resize_antialias()
+    record_sparse()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()

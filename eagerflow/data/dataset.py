@@ -46,7 +46,7 @@ _state = _context.state
 def _numpy(value):
     """A leaf as numpy, as TF's as_numpy_iterator gives it (a SparseTensor densified)."""
     if getattr(value, "_is_sparse", False):
-        from eagerflow.sparse.sparse_tensor import to_dense
+        from eagerflow.sparse.sparse_ops import to_dense
 
         return to_dense(value).numpy()
     return value.numpy()

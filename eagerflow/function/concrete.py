@@ -104,7 +104,7 @@ class ConcreteFunction:
     def __call__(self, *args, **kwargs):
         """Calls with tensors matching the traced signature (flattened in order)."""
         flat = []
-        for value in nest.flatten((args, kwargs)):
+        for value in nest.flatten((args, kwargs), expand_composites=True):
             if isinstance(value, Tensor) or getattr(value, "_is_variable", False):
                 flat.append(value)
             else:

@@ -344,20 +344,20 @@ def _as_spec(x):
         return x  # a TensorSpec, or a composite's spec (RaggedTensorSpec)
     if isinstance(x, Tensor):
         return TensorSpec.from_tensor(x)
-    raise TypeError("input_signature must contain TensorSpecs (or RaggedTensorSpecs), got %r"
+    raise TypeError("input_signature must contain TensorSpecs (or RaggedTensorSpecs, "
+                    "SparseTensorSpecs), got %r"
                     % (x,))
 
 
 def _spec_key(arguments):
     """A cache key for arguments that may contain TensorSpecs (get_concrete_function)."""
-    flat = []
-    items = []
-    for path, leaf in sig.flatten_arguments(arguments):
+    def leaf_items(path, leaf, flat):
         if isinstance(leaf, TensorSpec):
-            items.append((path, sig.TensorKey(leaf.dtype, tuple(leaf.shape.dims)
-                                              if leaf.shape.rank is not None else None)))
-        else:
-            items.append((path, sig._leaf_key(path, leaf, flat)))
+            return [(path, sig.TensorKey(leaf.dtype, tuple(leaf.shape.dims)
+                                         if leaf.shape.rank is not None else None))]
+        return [(path, sig._leaf_key(path, leaf, flat))]
+
+    items, _ = sig.composite_items(arguments, leaf_items)
     return tuple(p for p, _ in items), tuple(k for _, k in items)
 
 

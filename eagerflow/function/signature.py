@@ -14,8 +14,8 @@ from eagerflow import nest
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape, TensorSpec
 
-__all__ = ["make_key", "describe_difference", "TensorKey", "flatten_arguments",
-           "pack_arguments"]
+__all__ = ["make_key", "describe_difference", "TensorKey", "CompositeKey", "flatten_arguments",
+           "pack_arguments", "type_spec"]
 
 
 class TensorKey:
@@ -46,6 +46,83 @@ class TensorKey:
 
     def __repr__(self):
         return "%s%s" % (self.dtype.name, list(self.shape) if self.shape is not None else "[?]")
+
+
+class CompositeKey:
+    """The key of a composite argument (SparseTensor, RaggedTensor): its type spec.
+
+    As TF keys composite tensors on their ``TypeSpec``, a SparseTensor's key is its static
+    shape and dtype, not its number of values: the key's component TensorKeys (which follow
+    it) have the spec's component shapes (indices ``[None, rank]``), so one trace serves
+    every SparseTensor of that spec.
+    """
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def __eq__(self, other):
+        return isinstance(other, CompositeKey) and self.spec == other.spec
+
+    def __hash__(self):
+        return hash(self.spec)
+
+    def accepts(self, other):
+        return isinstance(other, CompositeKey) and self.spec.is_compatible_with(other.spec)
+
+    def __repr__(self):
+        return repr(self.spec)
+
+
+def type_spec(value):
+    """The spec of a composite value (``SparseTensor._type_spec``), a composite spec itself,
+    or None (plain values, and composites without a spec such as PerReplica)."""
+    if not getattr(value, "_nest_composite", False):
+        return None
+    if hasattr(value, "value_type") and hasattr(value, "is_compatible_with"):
+        return value  # already a spec
+    return getattr(value, "_type_spec", None)
+
+
+def _component_keys(path, spec):
+    """The CompositeKey of ``spec`` and the TensorKeys of its components, with paths."""
+    items = [(path, CompositeKey(spec))]
+    for i, s in enumerate(nest.flatten(spec, expand_composites=True)):
+        items.append((path + (type(spec).__name__, i),
+                      TensorKey(s.dtype, tuple(s.shape.dims) if s.shape.rank is not None
+                                else None)))
+    return items
+
+
+def composite_items(arguments, leaf_items):
+    """The key items of canonical arguments, composites keyed by their spec.
+
+    ``leaf_items(path, leaf)`` gives the items of a non-composite leaf. Each composite value
+    contributes its components (in order) to ``flat`` and is replaced in ``arguments`` by
+    its spec, so a trace builds placeholders of the spec's (relaxed) component shapes and
+    rebuilds the value with the spec's static shape. Returns ``(items, flat)``.
+    """
+    items, flat = [], []
+    for name, value in arguments.items():
+        replaced = False
+        leaves = []
+        for path, leaf in nest.flatten_with_paths(value):
+            spec = type_spec(leaf)
+            full = (name,) + tuple(path)
+            if spec is None:
+                leaves.append(leaf)
+                for sub, part in nest.flatten_with_paths(leaf, expand_composites=True):
+                    items.extend(leaf_items(full + tuple(sub), part, flat))
+                continue
+            if spec is not leaf:
+                flat.extend(nest.flatten(leaf, expand_composites=True))
+            items.extend(_component_keys(full, spec))
+            leaves.append(spec)
+            replaced = True
+        if replaced:
+            arguments[name] = nest.pack_sequence_as(value, leaves)
+    return items, flat
 
 
 class VariableKey:
@@ -114,10 +191,8 @@ def pack_arguments(arguments, leaves):
 
 def make_key(arguments):
     """Returns (key, flat_tensors) for canonical arguments ``{name: value}``."""
-    flat_tensors = []
-    items = []
-    for path, leaf in flatten_arguments(arguments):
-        items.append((path, _leaf_key(path, leaf, flat_tensors)))
+    items, flat_tensors = composite_items(
+        arguments, lambda path, leaf, flat: [(path, _leaf_key(path, leaf, flat))])
     structure = tuple(path for path, _ in items)
     return (structure, tuple(k for _, k in items)), flat_tensors
 
@@ -143,8 +218,9 @@ def describe_difference(old_key, new_key):
         return "the structure of argument(s) %s changed (nesting or number of elements)" % (
             ", ".join("`%s`" % c for c in changed[:3]) or "?")
     reasons = []
+    changed_types = []  # a composite whose type changed: its components say nothing more
     for path, old, new in zip(new_structure, old_leaves, new_leaves):
-        if old == new:
+        if old == new or any(path[:len(p)] == p for p in changed_types):
             continue
         where = _path_text(path)
         if isinstance(old, TensorKey) and isinstance(new, TensorKey):
@@ -155,6 +231,9 @@ def describe_difference(old_key, new_key):
                 reasons.append("%s changed shape %s -> %s" % (
                     where, list(old.shape) if old.shape is not None else "?",
                     list(new.shape) if new.shape is not None else "?"))
+        elif isinstance(old, CompositeKey) and isinstance(new, CompositeKey):
+            reasons.append("%s changed type %r -> %r" % (where, old.spec, new.spec))
+            changed_types.append(path)
         elif isinstance(old, tuple) and isinstance(new, tuple):
             reasons.append("%s is a Python value that changed %r -> %r (each new Python value "
                            "traces again; pass a tensor to avoid this)" % (where, old[2], new[2]))
@@ -179,6 +258,11 @@ def relax(old_key, new_key):
             shape = TensorShape(old.shape).most_specific_compatible_shape(new.shape)
             leaves.append(TensorKey(old.dtype, tuple(shape.dims) if shape.rank is not None
                                     else None))
+        elif isinstance(old, CompositeKey) and isinstance(new, CompositeKey) and old != new:
+            try:
+                leaves.append(CompositeKey(old.spec.most_specific_compatible_type(new.spec)))
+            except TypeError:
+                return None
         elif old != new:
             return None
         else:
@@ -195,6 +279,9 @@ def key_accepts(key, call_key):
     for k, c in zip(leaves, call_leaves):
         if isinstance(k, TensorKey) and isinstance(c, TensorKey):
             if not k.accepts(c.dtype, c.shape):
+                return False
+        elif isinstance(k, CompositeKey):
+            if not k.accepts(c):
                 return False
         elif k != c:
             return False
@@ -224,28 +311,40 @@ def signature_key(input_signature, arguments, param_names):
             raise TypeError(
                 "Argument `%s` does not match the function's input_signature: "
                 "expected the structure %s, got %r." % (name, spec, value)) from None
+        new_leaves = []
         for (path, leaf), s in zip(nest.flatten_with_paths(value), spec_leaves):
             _check_composite(name, path, leaf, s)
-        converted = []
-        for (path, leaf), s in zip(nest.flatten_with_paths(value, expand_composites=True),
-                                   nest.flatten(spec, expand_composites=True)):
+            full = (name,) + tuple(path)
+            if type_spec(s) is not None:
+                # A composite: its components are checked against the spec's, and the trace
+                # sees the spec (its static shape), not this first value.
+                for (p, key), t in zip(_component_keys(full, s)[1:],
+                                       nest.flatten(leaf, expand_composites=True)):
+                    _check_tensor(name, p[len(full):], t, key.spec())
+                    flat_tensors.append(t)
+                paths.extend(p for p, _ in _component_keys(full, s))
+                leaves.extend(k for _, k in _component_keys(full, s))
+                new_leaves.append(s)
+                continue
             t = leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf, dtype=s.dtype)
-            converted.append(t)
-            if not s.is_compatible_with(t):
-                raise TypeError(
-                    "Argument `%s` (%s%s) is not compatible with its input_signature"
-                    " %s. Either pass a matching tensor or change the signature."
-                    % ((name,) + path if path else name, t.dtype.name,
-                       list(t._value.shape), s))
+            _check_tensor(name, tuple(path), t, s)
             flat_tensors.append(t)
             leaves.append(TensorKey(s.dtype, tuple(s.shape.dims) if s.shape.rank is not None
                                     else None))
-            paths.append((name,) + path)
-        if any(t is not leaf for t, leaf in zip(
-                converted, nest.flatten(value, expand_composites=True))):
-            # The trace must see tensors, not the Python values of this first call.
-            arguments[name] = nest.pack_sequence_as(value, converted, expand_composites=True)
+            paths.append(full)
+            new_leaves.append(t)
+        if any(n is not leaf for n, leaf in zip(new_leaves, nest.flatten(value))):
+            # The trace must see tensors (and specs), not the Python values of this call.
+            arguments[name] = nest.pack_sequence_as(value, new_leaves)
     return (tuple(paths), tuple(leaves)), flat_tensors
+
+
+def _check_tensor(name, path, t, spec):
+    if not spec.is_compatible_with(t):
+        raise TypeError(
+            "Argument `%s` (%s%s) is not compatible with its input_signature"
+            " %s. Either pass a matching tensor or change the signature."
+            % ((name,) + path if path else name, t.dtype.name, list(t._value.shape), spec))
 
 
 def _check_composite(name, path, value, spec):

@@ -56,6 +56,12 @@ class RaggedTensor:
     def _composite_components(self):
         return (self.flat_values,) + self.nested_row_splits
 
+    @property
+    def _type_spec(self):
+        # What a @function keys a RaggedTensor argument on, as TF: the number of rows and
+        # the inner dimensions, not the number of values.
+        return RaggedTensorSpec.from_value(self)
+
     def _from_components(self, components):
         flat, *splits = components
         result = flat

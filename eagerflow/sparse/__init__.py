@@ -7,10 +7,11 @@ Example:
     np.float32(2.0)
 """
 
-from eagerflow.sparse.sparse_tensor import (  # noqa: F401
-    SparseTensor, SparseTensorSpec, add, concat, from_dense, reduce_sum, reorder, reshape,
-    retain, slice, sparse_dense_matmul, to_dense,
+from eagerflow.sparse.sparse_ops import (  # noqa: F401
+    add, concat, from_dense, reduce_sum, reorder, reshape, retain, slice, sparse_dense_matmul,
+    to_dense,
 )
+from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec  # noqa: F401
 
 __all__ = ["SparseTensor", "SparseTensorSpec", "to_dense", "from_dense", "add", "reorder",
            "reshape", "sparse_dense_matmul", "reduce_sum", "retain", "slice", "concat"]

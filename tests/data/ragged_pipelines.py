@@ -62,3 +62,22 @@ SPARSE_PIPELINES = {
     "batch_then_parse_unbatch": lambda t: records(t).batch(3).map(
         lambda x: t.io.parse_example(x, features(t))["tags"]).unbatch(),
 }
+
+# parse_example / parse_single_example in map: the element specs TF infers (shapes and dtypes
+# per feature, FixedLen and VarLen), recorded into tf_reference/sparse_ops.json.
+all_features = lambda t: {  # noqa: E731
+    "id": t.io.FixedLenFeature([2], t.int64), "score": t.io.FixedLenFeature([], t.float32),
+    "name": t.io.VarLenFeature(t.string), "tags": t.io.VarLenFeature(t.int64),
+    "missing": t.io.FixedLenFeature([3], t.float32, default_value=[1.0, 2.0, 3.0]),
+    "grid": t.io.FixedLenFeature([1, 2], t.int64, default_value=[[7, 8]])}
+single = lambda t, x: t.io.parse_single_example(x, all_features(t))  # noqa: E731
+PARSE_PIPELINES = {
+    "single": lambda t: records(t).map(lambda x: single(t, x)),
+    "batch": lambda t: records(t).batch(3).map(lambda x: t.io.parse_example(
+        x, all_features(t))),
+    "batch_drop": lambda t: records(t).batch(2, drop_remainder=True).map(
+        lambda x: t.io.parse_example(x, all_features(t))),
+    "single_then_batch": lambda t: records(t).map(lambda x: single(t, x)).batch(2),
+    "single_tuple": lambda t: records(t).map(
+        lambda x: (single(t, x)["id"], single(t, x)["tags"], single(t, x)["score"])),
+}

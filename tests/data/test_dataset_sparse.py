@@ -4,21 +4,20 @@ map, batch, unbatch and cache, against pipelines run in TensorFlow
 
 import json
 import os
-import re
 
+import numpy as np
 import pytest
 
 import eagerflow as ef
 from eagerflow import errors
-from tests.data.ragged_pipelines import SPARSE_PIPELINES
+from tests.data.ragged_pipelines import PARSE_PIPELINES, SPARSE_PIPELINES
 
 _REF = os.path.join(os.path.dirname(__file__), "tf_reference", "sparse_datasets.json")
 with open(_REF) as _f:
     TF = json.load(_f)
 
-# A map whose function does not trace (parse_example) learns its spec from one element,
-# with every dimension unknown; TF's static shape inference knows the rank-1 batch.
-_LOOSER_SPEC = {"parse_single_then_batch", "batch_then_parse", "batch_then_parse_unbatch"}
+with open(os.path.join(os.path.dirname(__file__), "tf_reference", "sparse_ops.json")) as _f:
+    TF_PARSE = json.load(_f)["parse_pipelines"]
 
 
 def _parts(e):
@@ -31,13 +30,60 @@ def test_sparse_pipeline_matches_tensorflow(name):
     got = [_parts(e) for e in ds]
     assert all(isinstance(e, ef.SparseTensor) for e in ds)
     assert got == TF[name]["elements"]
-    if name not in _LOOSER_SPEC:
-        assert repr(ds.element_spec) == TF[name]["spec"]
-    else:
-        spec = ds.element_spec
-        dims = re.search(r"TensorShape\(\[(.*?)\]\)", TF[name]["spec"]).group(1).split(", ")
-        assert isinstance(spec, ef.SparseTensorSpec) and spec.dtype is ef.int64
-        assert spec.shape.rank == len(dims)
+    assert repr(ds.element_spec) == TF[name]["spec"]
+
+
+def _same_value(got, want, where):
+    if "dense" in want:
+        assert got.dtype.name == want["dtype"], where
+        value = got.numpy()
+        if got.dtype is ef.string:
+            value = np.vectorize(lambda b: b.decode(), otypes=[object])(value) \
+                if value.size else value
+            assert np.asarray(value).tolist() == want["dense"], where
+        else:
+            np.testing.assert_allclose(value, want["dense"], err_msg=where)
+        return
+    values = got.values.numpy().tolist()
+    if got.dtype is ef.string:
+        values = [v.decode() for v in values]
+    assert [got.indices.numpy().tolist(), values, got.dense_shape.numpy().tolist()] == \
+        [want["indices"] or got.indices.numpy().tolist()[:0], want["values"],
+         want["dense_shape"]], where
+
+
+@pytest.mark.parametrize("name", sorted(PARSE_PIPELINES))
+def test_parse_example_element_specs_and_values_match_tensorflow(name):
+    # parse_example traces (the ParseExample op), so the element spec is TF's: the static
+    # shape of every FixedLenFeature (with the batch dimension when it is static), and
+    # SparseTensorSpec([None] or [None, None]) for a VarLenFeature; the keys in TF's order.
+    ds = PARSE_PIPELINES[name](ef)
+    assert repr(ds.element_spec) == TF_PARSE[name]["spec"]
+    elements = list(ds)
+    assert len(elements) == len(TF_PARSE[name]["elements"])
+    for e, want in zip(elements, TF_PARSE[name]["elements"]):
+        parts = e.items() if isinstance(e, dict) else enumerate(e)
+        assert sorted(str(k) for k, _ in parts) == sorted(want)
+        for k, v in (e.items() if isinstance(e, dict) else enumerate(e)):
+            _same_value(v, want[str(k)], "%s[%s]" % (name, k))
+
+
+def test_parse_example_traces_in_a_function():
+    raw = list(ef.data.TFRecordDataset(os.path.join(os.path.dirname(__file__), "tf_reference",
+                                                    "examples.tfrecord")))
+    f = ef.function(lambda s: ef.io.parse_example(s, {"tags": ef.io.VarLenFeature(ef.int64),
+                                                      "id": ef.io.FixedLenFeature([2], ef.int64)}),
+                    input_signature=[ef.TensorSpec([None], ef.string)])
+    batch = ef.stack(raw)
+    out = f(batch)
+    eager = ef.io.parse_example(batch, {"tags": ef.io.VarLenFeature(ef.int64),
+                                        "id": ef.io.FixedLenFeature([2], ef.int64)})
+    assert out["id"].numpy().tolist() == eager["id"].numpy().tolist()
+    assert out["tags"].indices.numpy().tolist() == eager["tags"].indices.numpy().tolist()
+    assert out["tags"].values.numpy().tolist() == eager["tags"].values.numpy().tolist()
+    assert out["tags"].dense_shape.numpy().tolist() == [4, 3]
+    with pytest.raises(errors.InvalidArgumentError, match="parse_example"):
+        ef.io.parse_single_example(batch, {"id": ef.io.FixedLenFeature([2], ef.int64)})
 
 
 def test_sparse_batches_through_shuffle_prefetch_and_cache(tmp_path):

@@ -16,11 +16,12 @@ def _dense():
 
 
 def test_to_dense_from_dense_round_trip():
-    np.testing.assert_array_equal(ef.sparse.to_dense(_st()).numpy(), _dense())
+    np.testing.assert_array_equal(ef.sparse.to_dense(ef.sparse.reorder(_st())).numpy(),
+                                  _dense())
     back = ef.sparse.from_dense(_dense())
     assert back.indices.numpy().tolist() == [[0, 1], [1, 2], [2, 0]]
     assert back.values.numpy().tolist() == [1.0, 2.0, 3.0]
-    filled = ef.sparse.to_dense(_st(), default_value=-1.0).numpy()
+    filled = ef.sparse.to_dense(ef.sparse.reorder(_st()), default_value=-1.0).numpy()
     assert filled[0, 0] == -1 and filled[0, 1] == 1
 
 
@@ -29,20 +30,26 @@ def test_validation():
         ef.sparse.SparseTensor([[3, 0]], [1.0], [3, 3])
     with pytest.raises(errors.InvalidArgumentError, match="values"):
         ef.sparse.SparseTensor([[0, 0]], [1.0, 2.0], [3, 3])
-    with pytest.raises(errors.InvalidArgumentError, match="duplicates"):
+    # As TF's SparseToDense: repeated or unordered indices are refused (reorder sorts them).
+    with pytest.raises(errors.InvalidArgumentError, match="repeated"):
         ef.sparse.to_dense(ef.sparse.SparseTensor([[0, 0], [0, 0]], [1.0, 2.0], [1, 1]))
+    with pytest.raises(errors.InvalidArgumentError, match="out of order"):
+        ef.sparse.to_dense(_st())
+    # Without validation a repeated index keeps its last value, as in TF.
+    dup = ef.sparse.SparseTensor([[0, 1], [0, 1]], [1.0, 2.0], [2, 2])
+    assert ef.sparse.to_dense(dup, validate_indices=False).numpy().tolist() == [[0, 2], [0, 0]]
 
 
 def test_reorder_add_reshape_retain_slice_concat():
-    st = _st()
-    assert ef.sparse.reorder(st).indices.numpy().tolist() == [[0, 1], [1, 2], [2, 0]]
+    assert ef.sparse.reorder(_st()).indices.numpy().tolist() == [[0, 1], [1, 2], [2, 0]]
+    st = ef.sparse.reorder(_st())
     np.testing.assert_array_equal(ef.sparse.to_dense(ef.sparse.add(st, st)).numpy(),
                                   2 * _dense())
     np.testing.assert_array_equal(ef.sparse.add(st, np.ones((3, 3), np.float32)).numpy(),
                                   _dense() + 1)
     np.testing.assert_array_equal(ef.sparse.to_dense(ef.sparse.reshape(st, [9, -1])).numpy(),
                                   _dense().reshape(9, 1))
-    kept = ef.sparse.retain(st, [True, False, True])
+    kept = ef.sparse.retain(_st(), [True, False, True])
     assert kept.values.numpy().tolist() == [3.0, 2.0]
     sl = ef.sparse.slice(st, [1, 0], [2, 2])
     np.testing.assert_array_equal(ef.sparse.to_dense(sl).numpy(), _dense()[1:3, 0:2])

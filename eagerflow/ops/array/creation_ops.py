@@ -414,6 +414,12 @@ def _range_arg(value, what):
     if isinstance(value, float):
         return value, "float32"
     if isinstance(value, (Tensor, np.ndarray, np.generic)):
+        if isinstance(value, Tensor):
+            from eagerflow.ops.static_value import constant_value
+
+            # A symbolic tensor whose value is known when traced (a static size) counts.
+            known = constant_value(value)
+            value = known if known is not None else value
         array = np.asarray(value)
         dt = d.from_numpy(array.dtype)
         if array.ndim == 0 and dt is not None and (dt.is_integer or dt.is_floating):

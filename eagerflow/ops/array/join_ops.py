@@ -98,8 +98,31 @@ def _split_sizes_for_grad(inputs, axis, op):
 def _concat_vjp(g, *args, axis):
     inputs = args[:-1]
     a = _axis(axis, len(g.shape))
+    sizes = [None if _dims(x) is None else _dims(x)[a] for x in inputs]
+    if sizes.count(None) > 1:
+        return _concat_vjp_dynamic(g, inputs, a)
     sizes = _split_sizes_for_grad(inputs, a, "ConcatV2")
     return tuple(execute(SPLITV, (g,), {"size_splits": sizes, "axis": a}))
+
+
+def _concat_vjp_dynamic(g, inputs, axis):
+    """The gradient when several inputs' sizes along ``axis`` are known only at run time (a
+    traced function over values of any length): each input's slice of ``g`` is a gather of
+    the positions it occupied, whose bounds are computed from the inputs' shapes."""
+    from eagerflow import dtypes as d
+    from eagerflow.ops.array.range_dynamic import DYNAMIC_RANGE
+    from eagerflow.ops.array.shape_ops import shape
+    from eagerflow.ops.indexing.gather_ops import gather
+
+    out = []
+    start = convert_to_tensor(np.zeros((), np.int64))
+    one = convert_to_tensor(np.ones((), np.int64))
+    for x in inputs:
+        stop = start + shape(x, out_type=d.int64)[axis]
+        positions = execute(DYNAMIC_RANGE, (start, stop, one), {"dtype": "int64"})
+        out.append(gather(g, positions, axis=axis))
+        start = stop
+    return tuple(out)
 
 
 def _concat_samples(rng, dtype):

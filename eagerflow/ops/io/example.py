@@ -26,8 +26,11 @@ from google.protobuf.message import DecodeError
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.io import example_pb2
+from eagerflow.ops import registry
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.registry import AbstractValue
 from eagerflow.sparse.sparse_tensor import SparseTensor
-from eagerflow.tensor import convert_to_tensor
+from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["Example", "SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists",
            "BytesList", "FloatList", "Int64List", "FixedLenFeature", "VarLenFeature",
@@ -148,8 +151,196 @@ def _parse_many(records, features):
     return dense, sparse
 
 
+# -- the ParseExample primitive ----------------------------------------------------------------
+def _features_of(attrs):
+    """The feature dict an op's attrs describe (defaults held as flat tuples)."""
+    out = {}
+    for key, shape, dtype, default in zip(attrs["dense_keys"], attrs["dense_shapes"],
+                                          attrs["dense_dtypes"], attrs["dense_defaults"]):
+        dt = d.as_dtype(dtype)
+        value = None if default is None else _array(default, dt).reshape(shape)
+        out[key] = FixedLenFeature(shape, dt, value)
+    for key, dtype in zip(attrs["sparse_keys"], attrs["sparse_dtypes"]):
+        out[key] = VarLenFeature(dtype)
+    return out
+
+
+def _records(serialized):
+    array = np.asarray(serialized, dtype=object)
+    if array.ndim > 1:
+        raise errors.InvalidArgumentError(
+            None, None, "serialized must be a scalar (one Example) or a vector of serialized "
+            "Examples, got shape %s." % list(array.shape))
+    records = [array[()]] if array.ndim == 0 else list(array)
+    for r in records:
+        if not isinstance(r, (bytes, bytearray)):
+            raise errors.InvalidArgumentError(
+                None, None, "serialized must hold bytes, got %s." % type(r).__name__)
+    return array.ndim == 0, records
+
+
+def _sparse_parts(rows, dtype, single):
+    lengths = [len(r) for r in rows]
+    values = _array([v for r in rows for v in r], dtype)
+    if single:
+        return (np.arange(len(values), dtype=np.int64).reshape(-1, 1), values,
+                np.asarray([len(values)], np.int64))
+    idx = np.array([(b, j) for b, n in enumerate(lengths) for j in range(n)],
+                   dtype=np.int64).reshape(-1, 2)
+    return idx, values, np.asarray([len(rows), max(lengths, default=0)], np.int64)
+
+
+def _parse_kernel(xp):
+    def kernel(serialized, **attrs):
+        single, records = _records(serialized)
+        features = _features_of(attrs)
+        dense, sparse = _parse_many(records, features)
+        out = []
+        for key in attrs["dense_keys"]:
+            spec, rows = features[key], dense[key]
+            out.append(rows[0] if single else np.stack(rows) if rows else
+                       _array([], spec.dtype).reshape((0,) + spec.shape))
+        for key in attrs["sparse_keys"]:
+            out.extend(_sparse_parts(sparse[key], features[key].dtype, single))
+        return tuple(out)
+    return kernel
+
+
+def _parse_reference(serialized, **attrs):
+    """Straight from the messages, with no bounds or kind checks (the sweep's inputs are
+    well formed)."""
+    array = np.asarray(serialized, dtype=object)
+    records = [array[()]] if array.ndim == 0 else list(array)
+    maps = [example_pb2.Example.FromString(r).features.feature for r in records]
+
+    def values(fmap, key, dtype):
+        return list(getattr(fmap[key], _KINDS[d.as_dtype(dtype)]).value) if key in fmap else None
+
+    out = []
+    for key, shape, dtype, default in zip(attrs["dense_keys"], attrs["dense_shapes"],
+                                          attrs["dense_dtypes"], attrs["dense_defaults"]):
+        rows = [_array(values(m, key, dtype) or default, d.as_dtype(dtype)).reshape(shape)
+                for m in maps]
+        out.append(rows[0] if array.ndim == 0 else np.stack(rows) if rows else
+                   _array([], d.as_dtype(dtype)).reshape((0,) + tuple(shape)))
+    for key, dtype in zip(attrs["sparse_keys"], attrs["sparse_dtypes"]):
+        rows = [values(m, key, dtype) or [] for m in maps]
+        out.extend(_sparse_parts(rows, d.as_dtype(dtype), array.ndim == 0))
+    return tuple(out)
+
+
+def _parse_shape(serialized, **attrs):
+    rank = None if serialized.shape is None else len(serialized.shape)
+    batch = () if rank == 0 else (serialized.shape[0] if rank == 1 else None,)
+    out = [AbstractValue(batch + tuple(shape), d.as_dtype(dtype))
+           for shape, dtype in zip(attrs["dense_shapes"], attrs["dense_dtypes"])]
+    r = len(batch) + 1
+    for dtype in attrs["sparse_dtypes"]:
+        out += [AbstractValue((None, r), d.int64), AbstractValue((None,), d.as_dtype(dtype)),
+                AbstractValue((r,), d.int64)]
+    return tuple(out)
+
+
+def _sample_records():
+    def example(i):
+        feature = {"x": Feature(float_list=FloatList(value=[0.5 * i, -i])),
+                   "tags": Feature(int64_list=Int64List(value=list(range(i)))),
+                   "name": Feature(bytes_list=BytesList(value=[b"r%d" % i] * (i % 2)))}
+        if i != 1:
+            feature["n"] = Feature(int64_list=Int64List(value=[i * 10]))
+        return Example(features=Features(feature=feature)).SerializeToString()
+    return [example(i) for i in range(3)]
+
+
+def _parse_attrs(features):
+    keys = sorted(features)
+    dense = [k for k in keys if isinstance(features[k], FixedLenFeature)]
+    sparse = [k for k in keys if isinstance(features[k], VarLenFeature)]
+    defaults = []
+    for k in dense:
+        spec = features[k]
+        if spec.default_value is None:
+            defaults.append(None)
+            continue
+        value = np.asarray(convert_to_tensor(spec.default_value, dtype=spec.dtype)._value)
+        try:
+            value = np.broadcast_to(value, spec.shape)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                None, "ParseExample", "features[%r]: default_value of shape %s does not fit "
+                "the feature's shape %s." % (k, list(value.shape), list(spec.shape))) from None
+        defaults.append(tuple(value.ravel().tolist()))
+    return {"dense_keys": tuple(dense),
+            "dense_shapes": tuple(tuple(int(s) for s in features[k].shape) for k in dense),
+            "dense_dtypes": tuple(features[k].dtype.name for k in dense),
+            "dense_defaults": tuple(defaults), "sparse_keys": tuple(sparse),
+            "sparse_dtypes": tuple(features[k].dtype.name for k in sparse)}
+
+
+def _parse_samples(rng, dtype):
+    records = np.empty(3, dtype=object)
+    records[:] = _sample_records()
+    features = {"x": FixedLenFeature([2], d.float32), "tags": VarLenFeature(d.int64),
+                "name": VarLenFeature(d.string),
+                "n": FixedLenFeature([1], d.int64, default_value=[-1])}
+    attrs = _parse_attrs(features)
+    scalar = np.empty((), dtype=object)
+    scalar[()] = records[2]
+    return [((records,), attrs), ((scalar,), attrs), ((records[:0],), attrs),
+            ((records[1:],), _parse_attrs({"tags": VarLenFeature(d.int64)}))]
+
+
+PARSE_EXAMPLE = registry.primitive(
+    "ParseExample", _parse_kernel, dtypes=(d.string,), family="io",
+    num_outputs=lambda a: len(a["dense_keys"]) + 3 * len(a["sparse_keys"]),
+    shape_fn=_parse_shape, reference=_parse_reference, samples=_parse_samples,
+    sweep_dtypes=(d.string,),
+    bad_samples=lambda rng: [
+        ((np.array(b"\xff\xff", dtype=object),),
+         _parse_attrs({"x": FixedLenFeature([2], d.float32)}), errors.DataLossError),
+        ((np.array(_sample_records()[1], dtype=object),),
+         _parse_attrs({"n": FixedLenFeature([], d.int64)}), errors.InvalidArgumentError),
+        ((np.array(_sample_records()[0], dtype=object),),
+         _parse_attrs({"x": FixedLenFeature([3], d.float32)}), errors.InvalidArgumentError),
+        ((np.array(_sample_records()[0], dtype=object),),
+         _parse_attrs({"x": FixedLenFeature([2], d.int64)}), errors.InvalidArgumentError)])
+
+
+def _parse(serialized, features):
+    """Runs ParseExample; a dict in TF's order (VarLen features, then FixedLen, each by name)."""
+    if not isinstance(features, dict) or not features:
+        raise errors.InvalidArgumentError(
+            None, "ParseExample", "features must be a non-empty dict of name to "
+            "FixedLenFeature / VarLenFeature, got %r." % (features,))
+    for key, spec in features.items():
+        _check_spec(key, spec)
+    attrs = _parse_attrs(features)
+    outs = list(execute(PARSE_EXAMPLE, (serialized,), attrs))
+    dense = dict(zip(attrs["dense_keys"], outs))
+    out = {}
+    rest = outs[len(attrs["dense_keys"]):]
+    for i, key in enumerate(attrs["sparse_keys"]):
+        out[key] = SparseTensor._from_parts(*rest[3 * i:3 * i + 3])
+    out.update(dense)
+    return out
+
+
+def _string_tensor(serialized, op):
+    t = serialized if isinstance(serialized, Tensor) else convert_to_tensor(serialized,
+                                                                            dtype=d.string)
+    if t.dtype is not d.string:
+        raise errors.InvalidArgumentError(
+            None, op, "serialized must be a string tensor of serialized tf.train.Examples, "
+            "got %s." % t.dtype.name)
+    return t
+
+
 def parse_single_example(serialized, features, name=None, example_names=None):
     """Parses one serialized ``tf.train.Example`` (``tf.io.parse_single_example``).
+
+    It traces (the ``ParseExample`` op), so it runs inside ``Dataset.map`` and ``@function``
+    with TF's static shapes: a FixedLenFeature gives a tensor of its shape, a VarLenFeature
+    a SparseTensor of shape ``[None]``.
 
     Args:
         serialized: A scalar string tensor or bytes.
@@ -159,19 +350,18 @@ def parse_single_example(serialized, features, name=None, example_names=None):
 
     Returns:
         A dict of name to Tensor (FixedLenFeature) or SparseTensor (VarLenFeature, 1-D).
+
+    Raises:
+        InvalidArgumentError: For a non-scalar input, a missing required feature, a feature
+            of the wrong kind or size.
+        DataLossError: For bytes that are not an Example.
     """
-    data = _as_bytes(serialized)
-    if not isinstance(data, (bytes, bytearray)):
+    t = _string_tensor(serialized, "ParseExample")
+    if t.shape.rank not in (None, 0):
         raise errors.InvalidArgumentError(
             None, "ParseExample", "parse_single_example needs one serialized Example (a scalar "
-            "string); use parse_example for a batch.")
-    dense, sparse = _parse_many([data], features)
-    out = {k: convert_to_tensor(v[0]) for k, v in dense.items()}
-    for key, rows in sparse.items():
-        values = _array(rows[0], features[key].dtype)
-        out[key] = SparseTensor(np.arange(len(values), dtype=np.int64).reshape(-1, 1),
-                                values, [len(values)])
-    return out
+            "string), got shape %s; use parse_example for a batch." % t.shape)
+    return _parse(t, features)
 
 
 def parse_example(serialized, features, name=None, example_names=None):
@@ -179,23 +369,15 @@ def parse_example(serialized, features, name=None, example_names=None):
 
     Returns:
         A dict of name to a ``[batch, ...]`` Tensor (FixedLenFeature) or a 2-D SparseTensor
-        of shape ``[batch, max_count]`` (VarLenFeature).
+        of shape ``[batch, max_count]`` (VarLenFeature). The batch dimension is static when
+        the input's is (``batch(n, drop_remainder=True)``), as in TF.
     """
-    data = _as_bytes(serialized)
-    records = [data] if isinstance(data, (bytes, bytearray)) else list(np.asarray(data).ravel())
-    dense, sparse = _parse_many(records, features)
-    out = {}
-    for key, rows in dense.items():
-        spec = features[key]
-        out[key] = convert_to_tensor(np.stack(rows) if rows else
-                                     _array([], spec.dtype).reshape((0,) + spec.shape))
-    for key, rows in sparse.items():
-        lengths = [len(r) for r in rows]
-        idx = np.array([(b, j) for b, n in enumerate(lengths) for j in range(n)],
-                       dtype=np.int64).reshape(-1, 2)
-        values = _array([v for r in rows for v in r], features[key].dtype)
-        out[key] = SparseTensor(idx, values, [len(rows), max(lengths, default=0)])
-    return out
+    t = _string_tensor(serialized, "ParseExample")
+    if t.shape.rank == 0:
+        from eagerflow.ops.array.reshape_ops import reshape
+
+        t = reshape(t, [1])
+    return _parse(t, features)
 
 
 # -- serialize_tensor / parse_tensor -------------------------------------------------------------

@@ -545,7 +545,8 @@ class Checkpoint:
     Args:
         root: Optional root object whose dependencies become the checkpoint's own.
         **kwargs: Named trackables: Modules (Keras models, layers, optimizers), Variables,
-            or objects with ``_checkpoint_dependencies()`` or ``variables``.
+            objects with ``_checkpoint_dependencies()`` or ``variables``, or lists, tuples
+            and dicts of them (saved item by item: ``layers/0/...``, ``table/key/...``).
 
     Attributes:
         save_counter: An int64 Variable counting ``save`` calls; it is saved and restored
@@ -569,7 +570,8 @@ class Checkpoint:
             if name == "save_counter":
                 raise ValueError("`save_counter` is reserved by Checkpoint; use another "
                                  "keyword.")
-            if not _is_trackable(value):
+            # A list, tuple or dict is tracked item by item, as TF wraps it.
+            if not _is_trackable(value) and not isinstance(value, (list, tuple, dict)):
                 raise ValueError("Checkpoint was expecting a trackable object (a Module, "
                                  "Variable, Keras model/layer/optimizer, or an object with "
                                  "`_checkpoint_dependencies()`) for %s, got %r."

@@ -283,3 +283,27 @@ def test_local_communicator_reduces_0d_arrays_on_three_ranks(op):
     assert failures == [None] * 3, failures
     want = {"max": 4.0, "min": 2.0, "prod": 24.0}[op]
     assert all(r.shape == () and float(r) == want for r in results), results
+
+
+def test_gradient_reducer_never_writes_the_given_arrays():
+    # Bucketed gradients are only read; one over the cap (reduced in place) is copied.
+    from eagerflow.distribute.multi_worker_mirrored_strategy import GradientReducer
+
+    def grads(r):
+        return [np.full(100, r + 1.0, np.float32), np.full(3, 10.0 * r, np.float32),
+                np.full(2, r - 5.0, np.float32)]
+
+    def work(comm):
+        reducer = GradientReducer(comm, CommunicationOptions(bytes_per_pack=64))
+        given = grads(comm.rank)
+        outs = [[o.copy() for o in reducer.reduce(given, op)] for op in ("sum", "mean")]
+        return given, outs
+
+    results, failures = _on_threads(2, work)
+    assert failures == [None, None], failures
+    for r, (given, (summed, mean)) in enumerate(results):
+        for g, want in zip(given, grads(r)):
+            np.testing.assert_array_equal(g, want)  # untouched
+        for s, m, a, b in zip(summed, mean, grads(0), grads(1)):
+            np.testing.assert_array_equal(s, a + b)
+            np.testing.assert_array_equal(m, (a + b) / 2)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import eagerflow as ef
@@ -85,3 +86,19 @@ def test_restore_into_objects_reached_through_lists_and_dicts(tmp_path):
     target = Net(0.0, 0.0)
     ef.train.Checkpoint(net=target).restore(path).assert_consumed()
     assert float(target.layers[0]) == 1.0 and float(target.layers[1]["w"]) == 2.0
+
+
+@pytest.mark.parametrize("how", ["truncate", "garbage"])
+def test_damaged_checkpoint_restore_raises_an_eagerflow_error(tmp_path, how):
+    # The same program under TF 2.21 (truncating the data file) leaks an IndexError; here
+    # every damaged checkpoint file raises DataLossError naming the file.
+    v = ef.Variable(np.arange(64, dtype=np.float32))
+    path = ef.train.Checkpoint(v=v).save(str(tmp_path / "ck"))
+    for f in tmp_path.iterdir():
+        if f.name.startswith("ck-1"):
+            data = f.read_bytes()
+            f.write_bytes(data[: len(data) // 2] if how == "truncate" else
+                          bytes(len(data)))
+    target = ef.train.Checkpoint(v=ef.Variable(np.zeros(64, np.float32)))
+    with pytest.raises(ef.errors.DataLossError, match="ck-1"):
+        target.restore(path).assert_consumed()

@@ -70,3 +70,16 @@ def test_saturate_cast_in_dtypes_namespace():
     out = ef.dtypes.saturate_cast(ef.constant([300.0, -5.0, 7.0]), ef.uint8)
     assert out.dtype == ef.uint8 and out.numpy().tolist() == [255, 0, 7]
     assert ef.dtypes.cast(ef.constant([1.7]), ef.int32).numpy().tolist() == [1]
+
+
+def test_saturate_cast_bounds_a_float_cannot_hold():
+    # Recorded with TF 2.21: int32's max rounds up to 2**31 in float32, so TF clamps to the
+    # largest float32 below it; the same for every float source and integer target.
+    out = ef.dtypes.saturate_cast(ef.constant([3e9, -3e9, 1.5]), ef.int32)
+    assert out.numpy().tolist() == [2147483520, -2147483648, 1]
+    half = ef.dtypes.saturate_cast(ef.constant([6e4, -6e4], ef.float16), ef.int16)
+    assert half.numpy().tolist() == [32752, -32768]
+    # To int64 TF 2.21 wraps 3e38 to -2**63; eagerflow saturates to the largest float32
+    # below 2**63 (documented in saturate_cast).
+    big = ef.dtypes.saturate_cast(ef.constant([3e38, -3e38]), ef.int64)
+    assert big.numpy().tolist() == [9223371487098961920, -9223372036854775808]

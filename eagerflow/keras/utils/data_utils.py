@@ -72,16 +72,19 @@ def pack_x_y_sample_weight(x, y=None, sample_weight=None):
 
 
 def to_categorical(x, num_classes=None):
-    """One-hot encodes integer class labels (float32).
+    """One-hot encodes integer class labels, as Keras 3.
 
-    A trailing axis of size 1 is replaced by the class axis, as Keras does.
+    A trailing axis of size 1 is replaced by the class axis, as Keras does. Float labels
+    with integer values (``2.0``) are accepted; non-integer ones raise (Keras truncates
+    them silently).
 
     Args:
-        x: Integer labels, any shape.
+        x: Integer labels, any shape: a list or numpy array, or a tensor.
         num_classes: Number of classes; default ``max(x) + 1``.
 
     Returns:
-        A float32 array of shape ``x.shape + (num_classes,)``.
+        For a tensor, a float32 tensor; otherwise a float64 numpy array (Keras 3's dtypes),
+        of shape ``x.shape + (num_classes,)``.
 
     Raises:
         ValueError: For negative labels or labels >= ``num_classes``.
@@ -91,9 +94,8 @@ def to_categorical(x, num_classes=None):
         >>> to_categorical([[1], [0]]).tolist()
         [[0.0, 1.0], [1.0, 0.0]]
     """
-    x = np.asarray(x)
-    if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
-        x = np.asarray(x.numpy())
+    is_tensor = hasattr(x, "numpy") and not isinstance(x, np.ndarray)
+    x = np.asarray(x.numpy() if is_tensor else x)
     if x.dtype.kind == "f":
         if not np.all(np.equal(np.mod(x, 1), 0)):
             raise ValueError("to_categorical expects integer class labels, got non-integer "
@@ -109,9 +111,14 @@ def to_categorical(x, num_classes=None):
     if flat.size and (flat.min() < 0 or flat.max() >= num_classes):
         raise ValueError("to_categorical: labels must lie in [0, %d), got values from %d to %d."
                          % (num_classes, flat.min(), flat.max()))
-    out = np.zeros((flat.size, num_classes), dtype=np.float32)
+    out = np.zeros((flat.size, num_classes), dtype=np.float32 if is_tensor else np.float64)
     out[np.arange(flat.size), flat] = 1.0
-    return out.reshape(tuple(shape) + (num_classes,))
+    out = out.reshape(tuple(shape) + (num_classes,))
+    if is_tensor:
+        from eagerflow.tensor import convert_to_tensor
+
+        return convert_to_tensor(out)
+    return out
 
 
 def normalize(x, axis=-1, order=2):

@@ -110,6 +110,11 @@ def _cast_string(x, dtype):
 def saturate_cast(value, dtype, name=None):
     """Casts, clamping values to the target dtype's range first (no wrap-around).
 
+    A float bound the source dtype cannot hold exactly is rounded inwards: a float32 3e9
+    saturates to int32 as 2147483520, the largest float32 below 2**31 (as TF). To int64,
+    values past the range saturate to the largest float below 2**63 (TF 2.21 wraps them
+    to -2**63 instead).
+
     Example:
         >>> import eagerflow as ef
         >>> ef.saturate_cast(ef.constant([300.0, -5.0]), ef.uint8).numpy().tolist()
@@ -128,11 +133,23 @@ def saturate_cast(value, dtype, name=None):
         src = value.dtype
         if src.is_integer:
             lo, hi = max(lo, src.min), min(hi, src.max)
-        lo_t = convert_to_tensor(lo, dtype=src)
-        hi_t = convert_to_tensor(hi, dtype=src)
+        lo_t = convert_to_tensor(_bound(lo, src, np.inf), dtype=src)
+        hi_t = convert_to_tensor(_bound(hi, src, -np.inf), dtype=src)
         value = arithmetic.where(arithmetic.less(value, lo_t), lo_t, value)
         value = arithmetic.where(arithmetic.greater(value, hi_t), hi_t, value)
     return cast(value, dtype)
+
+
+def _bound(limit, src, inward):
+    """``limit`` as a value of ``src``, rounded towards ``inward`` when ``src`` cannot hold it
+    exactly: int32's max in float32 rounds up to 2**31, which would overflow the cast, so
+    the bound is the largest float32 below it (2147483520), as in TF."""
+    if not src.is_floating:
+        return limit
+    value = np.asarray(limit, dtype=src.np_dtype)
+    if (inward < 0 and float(value) > limit) or (inward > 0 and float(value) < limit):
+        value = np.nextafter(value, np.asarray(inward, dtype=src.np_dtype))
+    return value
 
 
 def _bitcast_kernel(xp):

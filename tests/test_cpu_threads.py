@@ -165,6 +165,31 @@ def test_fused_regions_equal_on_any_thread_count_and_eager(threads, splits):
         np.testing.assert_array_equal(o, outs[0])
 
 
+def test_many_pass_fused_regions_split_from_less_work(threads, splits):
+    # Splitting goes by work (elements times sub-ops): a GELU gradient's region of [1024,
+    # 512] (half a million elements, 13 sub-ops) splits, with the one-thread bits; a
+    # two-op region of that size stays on one thread.
+    assert cpu_threads.fused_min_elements(13) < 1024 * 512 < cpu_threads.fused_min_elements(2)
+    x = ef.constant(RNG.standard_normal((1024, 512)).astype(np.float32))
+
+    def gelu_grad(x):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            y = ef.reduce_sum(ef.nn.gelu(x, approximate=True) * x)
+        return tape.gradient(y, x)
+
+    traced = ef.function(gelu_grad)
+    outs = _run_all(lambda: traced(x).numpy())
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+    np.testing.assert_allclose(outs[0], gelu_grad(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert any(splits)
+    splits.clear()
+    small = ef.function(lambda x: x * 2.0 + 1.0)
+    outs = _run_all(lambda: small(x).numpy())
+    assert not any(splits)
+
+
 def test_variable_updates_in_function_use_the_cores(threads):
     start = RNG.standard_normal((1100, 1000)).astype(np.float32)
     grad = ef.constant(RNG.standard_normal((1100, 1000)).astype(np.float32))

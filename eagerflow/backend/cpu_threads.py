@@ -34,7 +34,7 @@ import threading
 from eagerflow._launch_env import local_ranks
 
 __all__ = ["run_blocks", "threads", "set_threads", "is_numpy", "MIN_ELEMENTS",
-           "FUSED_MIN_ELEMENTS"]
+           "FUSED_MIN_ELEMENTS", "FUSED_MIN_WORK", "fused_min_elements"]
 
 # Below this many elements a kernel runs on the calling thread (measured: a 2-way split
 # of a 64K-element float32 multiply-add is about break-even on 2 cores).
@@ -42,6 +42,15 @@ MIN_ELEMENTS = 1 << 16
 # Fused elementwise regions (and so optimizer updates) split only from this size: on 2 cores
 # the MLP b128 Adam step ran at 1.45x its numpy floor with 1 << 16, 0.99-1.18x with 1 << 20.
 FUSED_MIN_ELEMENTS = 1 << 20
+# ... or from this much work, elements times sub-ops: a region of many passes (the GELU
+# gradient's 13 over [1024, 512]) costs milliseconds on one core at half that size. Every
+# region of two or more sub-ops that FUSED_MIN_ELEMENTS splits, this splits too.
+FUSED_MIN_WORK = 1 << 21
+
+
+def fused_min_elements(sub_ops):
+    """The size from which a fused region of ``sub_ops`` sub-ops splits over threads."""
+    return max(MIN_ELEMENTS, min(FUSED_MIN_ELEMENTS, -(-FUSED_MIN_WORK // max(sub_ops, 1))))
 
 _setting = 0           # 0: every CPU this process may use
 _pool = None

@@ -226,14 +226,21 @@ def test_max_pool_grad_nan_input_routes_to_the_first_nan():
     PK.geometry(c[0], c[1]), c[1])] + [((64, 26, 26, 32), pattrs(2, 2)),
                                        ((64, 11, 11, 64), pattrs(2, 2))])
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
-def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad):
+@pytest.mark.parametrize("ties", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad, ties, dtype):
     # Windows that tile the input take the one-mask form; the per-tap form (which handles
-    # every geometry) must give the same bits, on one thread and on several.
+    # every geometry) must give the same bits, on one thread and on several, in blocks of
+    # one example and of many, with ties (the tie rule runs) and with distinct values (it
+    # is skipped), in every float dtype.
     from eagerflow.backend import cpu_threads
 
-    x = P._values(RNG, shape, dtypes.float32)
-    x = np.maximum(x, 0).astype(x.dtype)        # zeros after a relu: ties in many windows
-    g = uniform(_pool_out(shape, a), dtypes.float32)
+    if dtype is not dtypes.float32 and np.prod(shape) > 1 << 16:
+        pytest.skip("the large shapes run in float32")
+    x = P._values(RNG, shape, dtype)
+    if ties:
+        x = np.maximum(x, 0).astype(x.dtype)    # zeros after a relu: ties in many windows
+    g = uniform(_pool_out(shape, a), dtype)
     if bad is not None and g.size:
         g.reshape(-1)[-1] = bad
         x.reshape(-1)[-1] = np.nan
@@ -248,13 +255,15 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad)
         for n in (1, 2):
             cpu_threads.set_threads(n)
             outs.append(execute(P.MAX_POOL_GRAD, args, a).numpy())
+        monkeypatch.setattr(PK, "TILED_BLOCK_ELEMENTS", 1)
+        outs.append(execute(P.MAX_POOL_GRAD, args, a).numpy())
         assert tiled_calls or not x.size
         monkeypatch.setattr(PK, "_tiles", lambda g, attrs: False)
         per_tap = execute(P.MAX_POOL_GRAD, args, a).numpy()
     finally:
         cpu_threads.set_threads(0)
     for out in outs:
-        np.testing.assert_array_equal(out, per_tap)
+        np.testing.assert_array_equal(out.view(np.uint8), per_tap.view(np.uint8))
 
 
 def test_pool_gradients_in_function_equal_eager():
@@ -268,3 +277,78 @@ def test_pool_gradients_in_function_equal_eager():
         return tape.gradient(out, x)
 
     np.testing.assert_array_equal(ef.function(grads)(x0).numpy(), grads(x0).numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape,a", POOL_CASES + [((64, 26, 26, 32), pattrs(2, 2)),
+                                                  ((3, 12, 13, 8), pattrs(2, 2))])
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf])
+def test_max_pool_grad_with_relu_is_the_pair_bit_for_bit(monkeypatch, shape, a, dtype, bad):
+    # MaxPoolGrad(x, g, relu=True) (the remapping pass's node) gives the bits of
+    # ReluGrad(MaxPoolGrad(x, g), x), on the tiled and per-tap paths, with ties (zeros of a
+    # relu), non-finite gradients and NaN inputs, on one thread and on several.
+    from eagerflow.backend import cpu_threads
+    from eagerflow.ops.nn.activation_ops import RELU_GRAD
+
+    x = P._values(RNG, shape, dtype)
+    x = np.where(x < -0.25, x, np.maximum(x, 0)).astype(x.dtype)   # ties and negatives
+    g = uniform(_pool_out(shape, a), dtype)
+    if bad is not None and g.size:
+        g.reshape(-1)[::7] = bad
+        x.reshape(-1)[::11] = np.nan
+    args = (ef.constant(x), ef.constant(g))
+    pair = execute(RELU_GRAD, (execute(P.MAX_POOL_GRAD, args, a), args[0])).numpy()
+    expected = P.MAX_POOL_GRAD.reference(x, g, relu=True, **a)
+    if bad is None:
+        close(ef.constant(pair), expected, dtype)
+    for tiled_min in (PK.TILED_MIN_ELEMENTS, 0):
+        monkeypatch.setattr(PK, "TILED_MIN_ELEMENTS", tiled_min)
+        try:
+            for n in (1, 2):
+                cpu_threads.set_threads(n)
+                got = execute(P.MAX_POOL_GRAD, args, dict(a, relu=True)).numpy()
+                np.testing.assert_array_equal(got.view(np.uint8), pair.view(np.uint8))
+        finally:
+            cpu_threads.set_threads(0)
+
+
+def test_relu_max_pool_gradient_is_remapped_and_equals_eager():
+    # relu -> max_pool differentiates into ReluGrad(MaxPoolGrad(x, g), x); the optimized
+    # graph computes it as one MaxPoolGrad node, with eager's bits, and its second-order
+    # gradient (through the relu attr's rule) matches the pair's.
+    from eagerflow.function import passes
+
+    x0 = ef.constant(uniform((4, 12, 12, 3), dtypes.float32))
+    w = ef.constant(uniform((3, 3, 3, 4), dtypes.float32))
+
+    def grads(x):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            h = ef.nn.relu(ef.nn.conv2d(x, w, 1, "SAME"))
+            y = ef.nn.max_pool2d(h, 2, 2, "VALID")
+            out = ef.reduce_sum(y * y)
+        return tape.gradient(out, x)
+
+    traced = ef.function(grads)
+    graph = passes.optimize(traced.get_concrete_function(ef.TensorSpec([4, 12, 12, 3])).graph)
+    ops = [n.op for n in graph.nodes]
+    assert "ReluGrad" not in ops
+    assert any(n.op == "MaxPoolGrad" and n.attrs.get("relu") for n in graph.nodes)
+    np.testing.assert_array_equal(traced(x0).numpy(), grads(x0).numpy())
+
+    # The rule of MaxPoolGrad with relu: the pair's gradient in both inputs.
+    x = ef.constant(np.maximum(P._values(RNG, (2, 6, 6, 2), dtypes.float64), -0.1))
+    g = ef.constant(uniform((2, 3, 3, 2), dtypes.float64))
+    h = ef.constant(uniform((2, 6, 6, 2), dtypes.float64))
+    a = pattrs(2, 2)
+    from eagerflow.ops.nn.activation_ops import RELU_GRAD
+
+    with ef.GradientTape() as tape:
+        tape.watch(g)
+        fused = ef.reduce_sum(execute(P.MAX_POOL_GRAD, (x, g), dict(a, relu=True)) * h)
+    with ef.GradientTape() as tape2:
+        tape2.watch(g)
+        pair = ef.reduce_sum(execute(RELU_GRAD, (execute(P.MAX_POOL_GRAD, (x, g), a), x)) * h)
+    np.testing.assert_array_equal(fused.numpy(), pair.numpy())
+    np.testing.assert_allclose(tape.gradient(fused, g).numpy(), tape2.gradient(pair, g).numpy(),
+                               rtol=1e-12, atol=1e-12)

@@ -726,3 +726,31 @@ def test_docstring_examples(monkeypatch):
         assert result.failed == 0, module.__name__
         attempted += result.attempted
     assert attempted > 20
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 26, 26, 3), (7, 900), (5000,), (5,), (0, 4),
+                                   (3, 0, 2), ()])
+def test_relu_rows_equal_maximum_with_zero_bit_for_bit(dtype, shape):
+    # The row form of relu on numpy gives numpy's maximum(x, 0) bits: signed zeros, NaN,
+    # infinities; in place, into ``out`` and on non-contiguous views (the scalar form).
+    from eagerflow.ops.nn.activation_ops import relu_numpy
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    specials = np.array([-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf], dtype)
+    flat[:len(specials)] = specials[:flat.size]
+    expected = np.asarray(np.maximum(x, 0)).reshape(-1)
+    for got in (relu_numpy(x), relu_numpy(x, out=np.empty_like(x)),
+                relu_numpy(x.copy(), out=None)):
+        assert got.dtype == expected.dtype and np.shape(got) == shape
+        got = np.asarray(got).reshape(-1)
+        np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    if x.ndim >= 2:
+        view = x[..., ::2]
+        np.testing.assert_array_equal(relu_numpy(view).view(np.uint8),
+                                      np.maximum(view, 0).view(np.uint8))
+    inplace = x.copy()
+    relu_numpy(inplace, out=inplace)
+    np.testing.assert_array_equal(inplace.reshape(-1).view(np.uint8), expected.view(np.uint8))

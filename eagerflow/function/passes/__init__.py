@@ -10,10 +10,13 @@
 * ``cse``: duplicate computations (and variable reads between writes) merge;
 * ``dce``: nodes no output or side effect needs are dropped;
 * ``collectives``: independent all-reduces of the same kind merge into one node;
+* ``remap``: op pairs one kernel computes in one pass (a max-pool gradient and the relu
+  gradient after it);
 * ``fusion``: clusters of elementwise ops become one FusedElementwise node.
 
 The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
-times), then collectives and fusion run once. Each is switched by
+times), then collectives, remap and fusion run once (remap and fusion under the
+``remapping`` option). Each is switched by
 ``eagerflow.config.optimizer`` options (collectives only by ``disable_meta_optimizer``:
 merging never changes a value, and every rank must rewrite its graph the same way).
 
@@ -32,7 +35,7 @@ from eagerflow.function import builtins
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
-    algebraic, collectives, constant_folding, cse, dce, fused_step, fusion,
+    algebraic, collectives, constant_folding, cse, dce, fused_step, fusion, remap,
 )
 from eagerflow.function.passes.common import copy_graph
 
@@ -90,6 +93,8 @@ def _optimize(graph, opts, done):
         if not changed:
             break
     collectives.run(out)
+    if opts["remapping"]:
+        remap.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
         fusion.run(out)
     return out

@@ -92,7 +92,9 @@ def cpu_ufunc(prim):
         return _UFUNCS[prim]
     form = None
     if prim.name == "Relu":
-        form = np.maximum, (0,)  # the Relu kernel is maximum(x, 0)
+        from eagerflow.ops.nn.activation_ops import relu_numpy
+
+        form = relu_numpy, ()  # maximum(x, 0): a fresh array, or ``out``
     else:
         kernel = prim.kernel(numpy_backend)
         if isinstance(kernel, np.ufunc) and kernel.nout == 1 and kernel.nin == len(
@@ -224,18 +226,20 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     fn.source = source
     shape = out_aval.shape
     static = shape is not None and None not in shape
-    if static and (not shape or int(np.prod(shape)) < cpu_threads.FUSED_MIN_ELEMENTS):
+    threshold = cpu_threads.fused_min_elements(len(program.prims))
+    if static and (not shape or int(np.prod(shape)) < threshold):
         return fn
     blocks_source, blocks_env = python_source(program, out_param=True)
     blocks_env["_fail"] = env["_fail"]
     exec(compile(blocks_source, "<fused %s>" % _label(node.name), "exec"),  # noqa: S102
          blocks_env)
     return _on_cores(fn, blocks_env["fused"], out_aval.dtype.np_dtype,
-                     tuple(ok), variable_ok, source)
+                     tuple(ok), variable_ok, source, threshold)
 
 
-def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
-    """Runs a fused CPU program on blocks of rows in threads when its result is large.
+def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold):
+    """Runs a fused CPU program on blocks of rows in threads when its result has at least
+    ``threshold`` elements (``cpu_threads.fused_min_elements`` of its sub-op count).
 
     Every sub-op is elementwise, so block ``lo:hi`` of the result reads only block
     ``lo:hi`` of the inputs that have the result's extent on the split axis (the others
@@ -243,7 +247,6 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
     into a donor's buffer when one is free at run time (as the one-call form does), else
     into a fresh array.
     """
-    threshold = cpu_threads.FUSED_MIN_ELEMENTS
 
     def run(*args):
         # Cheap checks first: small results (most calls) pay two comparisons per input.
@@ -257,7 +260,7 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source):
         shape = np.broadcast_shapes(*[np.shape(a) for a in args])
         size = int(np.prod(shape)) if shape else 0
         axis = next((k for k, n in enumerate(shape) if n > 1), None)
-        if size < cpu_threads.FUSED_MIN_ELEMENTS or axis is None:
+        if size < threshold or axis is None:
             return fn(*args)
         out = None
         for p in donors:

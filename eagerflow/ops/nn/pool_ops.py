@@ -15,8 +15,8 @@ Gradients, each a primitive whose own gradient is another one, so all orders wor
   tie rule: the first in row-major window order), found by comparing each tap with the
   recomputed maximum (no argmax indices). When the windows tile a large input (stride
   equal to the window, no padding) each spatial axis is split into (window, tap) axes of
-  a view, so one comparison marks every maximum and one broadcast multiply writes the
-  gradient; only the tie rule goes tap by tap, on the boolean mask.
+  a view, so one comparison marks every maximum and one multiply writes the gradient;
+  the tie rule goes tap by tap on the marks, only when some window has two maxima.
   It is linear in ``g``; its gradient is ``MaxPoolGradGrad(x, h)``, which gathers ``h`` at
   the same argmax positions, and whose gradient is ``MaxPoolGrad`` again.
 * ``AvgPoolGrad(g)`` spreads each ``g / count`` over its window; its gradient is ``AvgPool``.
@@ -101,7 +101,11 @@ def _max_pool_vjp(g, x, out, **attrs):
     return execute(MAX_POOL_GRAD, (x, g), attrs)
 
 
-def _max_pool_grad_vjp(g, x, grad, out, **attrs):
+def _max_pool_grad_vjp(g, x, grad, out, relu=False, **attrs):
+    if relu:
+        from eagerflow.ops.nn.activation_ops import RELU_GRAD
+
+        g = execute(RELU_GRAD, (g, x))
     return None, execute(MAX_POOL_GRAD_GRAD, (x, g), attrs)
 
 
@@ -169,11 +173,13 @@ def _ref_max_routes(x, attrs):
             yield (lead_idx + opos[g.lead:] + trail, lead_idx + src + trail)
 
 
-def _ref_max_pool_grad(x, grad, **attrs):
+def _ref_max_pool_grad(x, grad, relu=False, **attrs):
     x, grad = np.asarray(x), np.asarray(grad)
     dx = np.zeros(x.shape, np.float64)
     for opos, src in _ref_max_routes(x, attrs):
         dx[src] += grad[opos]
+    if relu:
+        dx *= x > 0
     return dx.astype(grad.dtype)
 
 

@@ -8,6 +8,7 @@ import uuid
 
 from eagerflow.io.atomic import fsync_directory
 from eagerflow.saved_model import _format
+from eagerflow.saved_model.object_graph import attributes, is_concrete, is_function, is_variable
 from eagerflow.saved_model import signatures as signatures_lib
 
 __all__ = ["save", "SaveOptions"]
@@ -39,57 +40,6 @@ class SaveOptions:
         self.extra = kwargs
 
 
-def _is_variable(value):
-    return getattr(value, "_is_variable", False)
-
-
-def _is_function(value):
-    from eagerflow.function.function import Function
-
-    return isinstance(value, Function)
-
-
-def _is_concrete(value):
-    from eagerflow.function.concrete import ConcreteFunction
-
-    return isinstance(value, ConcreteFunction)
-
-
-def _is_trackable(value):
-    from eagerflow.module import Module
-
-    if isinstance(value, Module) or _is_variable(value) or _is_function(value) or \
-            _is_concrete(value):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_is_trackable(v) for v in value)
-    if isinstance(value, dict):
-        return any(isinstance(k, str) and _is_trackable(v) for k, v in value.items())
-    return False
-
-
-def _attributes(obj):
-    """The (name, value) pairs of ``obj`` that belong in the object graph, sorted by name."""
-    from eagerflow.module import Module
-
-    if isinstance(obj, (list, tuple)):
-        return [(str(i), v) for i, v in enumerate(obj) if _is_trackable(v)]
-    if isinstance(obj, dict):
-        return [(k, v) for k, v in obj.items() if isinstance(k, str) and _is_trackable(v)]
-    out = {}
-    for name, value in sorted(getattr(obj, "__dict__", {}).items()):
-        if _is_trackable(value):
-            out[name] = value
-    # @function methods live on the class: bind them to the instance.
-    for klass in reversed(type(obj).__mro__):
-        if klass in (object, Module):
-            continue
-        for name, value in vars(klass).items():
-            if _is_function(value) and name not in out:
-                out[name] = getattr(obj, name)
-    return sorted(out.items())
-
-
 class _Builder:
     """Collects the object graph, concrete functions and variables of one export."""
 
@@ -111,10 +61,10 @@ class _Builder:
             obj, path = queue.pop(0)
             index = self.node_ids[id(obj)]
             node = self.model.node[index]
-            if _is_variable(obj):
+            if is_variable(obj):
                 node.variable = self.variable(obj, path)
                 continue
-            if _is_function(obj) or _is_concrete(obj):
+            if is_function(obj) or is_concrete(obj):
                 ref = node.function
                 ref.name = getattr(obj, "_name", None) or getattr(obj, "name", "") or ""
                 for concrete in _concretes_of(obj):
@@ -126,7 +76,7 @@ class _Builder:
                 node.mapping = type(obj).__name__
             else:
                 node.user_object = type(obj).__name__
-            for name, value in _attributes(obj):
+            for name, value in attributes(obj):
                 is_new = id(value) not in self.node_ids
                 child = self._node(value)
                 node.child.add(name=name, node=child)
@@ -183,7 +133,7 @@ class _Builder:
 def _concretes_of(obj):
     """The concrete functions saved for a Function attribute: one per input_signature, or
     every trace made so far."""
-    if _is_concrete(obj):
+    if is_concrete(obj):
         return [obj]
     if obj.input_signature is not None:
         return [obj.get_concrete_function()]

@@ -9,6 +9,7 @@ returns a dict of tensors, else ``output_0``, ``output_1``, ... over the flatten
 from __future__ import annotations
 
 from eagerflow import nest
+from eagerflow.saved_model.object_graph import attributes
 
 __all__ = ["DEFAULT_SERVING_SIGNATURE_DEF_KEY", "canonicalize", "add_signature"]
 
@@ -93,9 +94,7 @@ def canonicalize(obj, signatures):
         if _is_keras_model(obj):
             signatures = keras_serving_function(obj)
         else:
-            from eagerflow.saved_model.save import _attributes
-
-            found = [v for _, v in _attributes(obj)
+            found = [v for _, v in attributes(obj)
                      if isinstance(v, Function) and v.input_signature is not None]
             if len(found) != 1:
                 return []

@@ -415,8 +415,6 @@ def _range_arg(value, what):
         return value, "float32"
     if isinstance(value, (Tensor, np.ndarray, np.generic)):
         if isinstance(value, Tensor):
-            from eagerflow.ops.static_value import constant_value
-
             # A symbolic tensor whose value is known when traced (a static size) counts.
             known = constant_value(value)
             value = known if known is not None else value

@@ -189,6 +189,8 @@ def p_keras_symbolic_layer_attributes(tf):
         "layer_output_shape": list(hidden.output.shape),
         "model_input_shape": list(model.input.shape),
         "model_output_shape": list(model.output.shape),
+        "model_input_shape_attr": list(model.input_shape),
+        "model_output_shape_attr": list(model.output_shape),
         "layer_names": [layer.name for layer in features.layers],
         "features": features(x),
         "same_input": model.layers[1].input is inputs,
@@ -272,6 +274,7 @@ def p_keras_random_and_loss_scale_optimizer(tf):
     keras = tf.keras
     normal = keras.random.normal((200, 50), seed=1)
     uniform = keras.random.uniform((3, 4), minval=2.0, maxval=3.0, seed=2)
+    backend_normal = keras.backend.random_normal((2, 3), seed=1)
     w = tf.Variable(1.0)
     opt = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.SGD(0.1))
     with tf.GradientTape() as tape:
@@ -285,6 +288,8 @@ def p_keras_random_and_loss_scale_optimizer(tf):
             "normal_std_near_1": bool(abs(float(np.std(normal)) - 1.0) < 0.05),
             "uniform_in_range": bool(np.all((np.asarray(uniform) >= 2.0)
                                             & (np.asarray(uniform) < 3.0))),
+            "backend_normal_shape": list(backend_normal.shape),
+            "backend_normal_dtype": backend_normal.dtype.name,
             "w": w}
 
 

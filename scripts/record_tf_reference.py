@@ -324,13 +324,48 @@ def record_ragged_broadcast():
         f.write("\n")
 
 
+def record_row_splits():
+    """int32 row splits (tests/ragged/row_splits_cases.py): values, partition dtypes, specs,
+    and TF's error class for mixed partitions."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(OUT))))
+    from tests.ragged import row_splits_cases as cases
+
+    def describe(r):
+        if not isinstance(r, tf.RaggedTensor):
+            return {"values": _plain(r.numpy().tolist()), "splits": []}
+        return {"values": _plain(r.to_list()),
+                "splits": [s.dtype.name for s in r.nested_row_splits],
+                "spec": repr(tf.RaggedTensorSpec.from_value(r))}
+
+    out = {"tensorflow": tf.__version__, "cases": {}, "mixed": {}, "dtypes": {},
+           "datasets": {}}
+    for name, build in cases.CASES.items():
+        out["cases"][name] = describe(build(tf))
+    for name, build in cases.MIXED.items():
+        try:
+            build(tf)
+            out["mixed"][name] = None
+        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as exc:
+            out["mixed"][name] = type(exc).__name__
+    for name, build in cases.DTYPES.items():
+        out["dtypes"][name] = build(tf).dtype.name
+    for name, build in cases.DATASETS.items():
+        ds = build(tf)
+        out["datasets"][name] = {"spec": repr(ds.element_spec),
+                                 "elements": [describe(e) for e in ds]}
+    with open(os.path.join(OUT, "ragged_row_splits.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def main(parts):
     os.makedirs(OUT, exist_ok=True)
     if parts:
         for part in parts:
             {"ragged": record_ragged_datasets, "hashing": record_hashing,
              "resize_aa": record_resize_antialias, "sparse": record_sparse,
-             "ragged_broadcast": record_ragged_broadcast}[part]()
+             "ragged_broadcast": record_ragged_broadcast,
+             "row_splits": record_row_splits}[part]()
         print("wrote", parts)
         return
     record_ragged_datasets()
@@ -338,6 +373,7 @@ def main(parts):
     record_resize_antialias()
     record_sparse()
     record_ragged_broadcast()
+    record_row_splits()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()

@@ -68,7 +68,8 @@ def stack_elements(batch, leaf_specs=None):
     for index, column in enumerate(columns):
         if leaf_specs is not None and isinstance(leaf_specs[index], RaggedTensorSpec) or \
                 any(isinstance(t, RaggedTensor) for t in column):
-            out.append(ragged_elements.stack(column))
+            spec = leaf_specs[index] if leaf_specs is not None else None
+            out.append(ragged_elements.stack(column, getattr(spec, "row_splits_dtype", None)))
             continue
         if leaf_specs is not None and isinstance(leaf_specs[index], SparseTensorSpec) or \
                 any(isinstance(t, SparseTensor) for t in column):

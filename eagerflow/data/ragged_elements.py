@@ -77,9 +77,10 @@ def from_component_arrays(arrays):
     """The value of :func:`component_arrays`; the row splits are checked (arrays read
     from a file are untrusted), raising InvalidArgumentError if they are inconsistent."""
     for s in arrays[1:]:
-        if s.ndim != 1 or s.dtype != np.int64:
+        if s.ndim != 1 or s.dtype not in (np.int64, np.int32) or s.dtype != arrays[1].dtype:
             raise errors.InvalidArgumentError(
-                None, "RaggedTensor", "row splits must be int64 vectors, got %s %s."
+                None, "RaggedTensor", "row splits must be int64 (or int32) vectors of one "
+                "dtype, got %s %s."
                 % (s.dtype, list(s.shape)))
     return _build(arrays[0], list(arrays[1:]), validate=True)
 
@@ -110,8 +111,9 @@ def rows(value):
     return out
 
 
-def stack(values):
-    """One RaggedTensor whose rows are ``values`` (all of one ragged rank and dtype).
+def stack(values, splits_dtype=None):
+    """One RaggedTensor whose rows are ``values`` (all of one ragged rank and dtype); the new
+    partition takes the rows' splits dtype, or ``splits_dtype`` (the spec's) for dense rows.
 
     Raises:
         InvalidArgumentError: If the values' ragged ranks, dtypes or inner dimensions differ.
@@ -127,12 +129,19 @@ def stack(values):
                 "ragged rank %d, dtype %s and inner shape %s, element %d has %d, %s and %s."
                 % (depth, first.dtype, list(first.shape[1:]), index, len(splits), flat.dtype,
                    list(flat.shape[1:])))
+    # The rows' partitions keep their dtype (int32 stays int32, as in TF).
+    dtype = parts[0][1][0].dtype if depth else np.dtype(
+        splits_dtype.np_dtype if splits_dtype is not None else np.int64)
+    if any(sp[0].dtype != dtype for _, sp in parts if sp):
+        raise errors.InvalidArgumentError(
+            None, "batch", "Cannot batch ragged components whose row splits have different "
+            "dtypes; use RaggedTensor.with_row_splits_dtype() to convert them.")
     lengths = np.asarray([p[1][0].shape[0] - 1 if depth else p[0].shape[0] for p in parts],
-                         np.int64)
-    outer = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)])
+                         dtype)
+    outer = np.concatenate([np.zeros(1, dtype), np.cumsum(lengths).astype(dtype)])
     levels = [outer]
     for k in range(depth):
-        pieces, offset = [np.zeros(1, np.int64)], 0
+        pieces, offset = [np.zeros(1, dtype)], 0
         for _, splits in parts:
             s = splits[k]
             pieces.append(s[1:] + offset)

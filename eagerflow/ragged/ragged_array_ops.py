@@ -15,7 +15,8 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ragged.ragged_tensor import (
-    RaggedTensor, concat_rows, concat_values, gather_rows, same_partitions, stack_rows,
+    RaggedTensor, _mismatched_splits, concat_rows, concat_values, gather_rows, same_partitions,
+    stack_rows,
 )
 from eagerflow.tensor import convert_to_tensor
 
@@ -46,7 +47,7 @@ def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,
         for row in level:
             nxt.extend(row)
             s.append(len(nxt))
-        splits.append(np.asarray(s, np.int64))
+        splits.append(np.asarray(s, d.as_dtype(row_splits_dtype).np_dtype))
         level = nxt
     splits = splits[1:]
     values = convert_to_tensor(level, dtype=dtype) if level else convert_to_tensor(
@@ -54,6 +55,9 @@ def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,
                  (d.as_dtype(dtype) if dtype is not None else d.float32).np_dtype))
     if rank == 0:
         return convert_to_tensor(pylist, dtype=dtype)
+    if d.as_dtype(row_splits_dtype) not in (d.int32, d.int64):
+        raise ValueError("ragged.constant: row_splits_dtype must be int32 or int64, got %s."
+                         % d.as_dtype(row_splits_dtype).name)
     return RaggedTensor.from_nested_row_splits(values, splits)
 
 
@@ -123,8 +127,10 @@ def concat(values, axis, name=None):
             raise errors.InvalidArgumentError(
                 None, "RaggedConcat", "concat along axis 1 needs the same number of rows, got "
                 "%s." % [len(v) for v in values])
+        if len({v.row_splits.dtype for v in values}) > 1:
+            raise _mismatched_splits()
         rows = [concat_values([v[i] for v in values]) for i in range(n)]
-        return stack(rows) if rows else values[0]
+        return stack_rows(rows, values[0].row_splits.dtype) if rows else values[0]
     raise errors.UnimplementedError(
         None, "RaggedConcat", "ragged concat supports axis 0 and 1, got %r." % axis)
 
@@ -147,4 +153,4 @@ def gather(params, indices, name=None):
     value_idx = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if idx.size else \
         np.zeros(0, np.int64)
     return RaggedTensor.from_row_lengths(gather_rows(params.values, value_idx),
-                                         (s[1:] - s[:-1])[idx].astype(np.int64))
+                                         (s[1:] - s[:-1])[idx].astype(s.dtype))

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-
 from eagerflow import _api as api
 from eagerflow import errors
 from eagerflow import math as segments

@@ -1,6 +1,7 @@
 """``RaggedTensor``: rows of different lengths, as a flat values tensor plus row partitions.
 
-A RaggedTensor of ragged rank ``k`` is ``k`` int64 ``row_splits`` vectors over one dense
+A RaggedTensor of ragged rank ``k`` is ``k`` ``row_splits`` vectors (int64, or int32 when
+built so: ``row_splits_dtype``) over one dense
 ``flat_values`` tensor: row ``i`` of a level is ``values[splits[i]:splits[i + 1]]``. It is a
 composite of ordinary tensors, so every operation on it is ordinary ops on those tensors:
 it runs eagerly, traces into ``@function`` graphs, and gradients flow to ``flat_values``.
@@ -32,14 +33,22 @@ __all__ = ["RaggedTensor", "RaggedTensorSpec"]
 
 
 def _splits(value, what):
-    t = convert_to_tensor(value)
+    # As TF: Python lists become int64; a tensor or array keeps its int32 or int64.
+    t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype_hint=d.int64)
     if t.dtype not in (d.int64, d.int32):
         raise errors.InvalidArgumentError(
             None, "RaggedTensor", "%s must be int32 or int64, got %s." % (what, t.dtype.name))
     if t.ndim != 1:
         raise errors.InvalidArgumentError(
             None, "RaggedTensor", "%s must be a vector, got shape %s." % (what, t.shape))
-    return cast(t, d.int64)
+    return t  # int32 or int64, as given: the row splits keep the dtype (TF's row_splits_dtype)
+
+
+def _mismatched_splits():
+    # TF's error (and class) for partitions of different dtypes in one op.
+    return ValueError("Input RaggedTensors have mismatched row_splits dtypes; use "
+                      "RaggedTensor.with_row_splits_dtype() to convert them to compatible "
+                      "dtypes.")
 
 
 class RaggedTensor:
@@ -97,6 +106,11 @@ class RaggedTensor:
         """
         values = values if isinstance(values, RaggedTensor) else convert_to_tensor(values)
         splits = _splits(row_splits, "row_splits")
+        if isinstance(values, RaggedTensor) and values.row_splits.dtype is not splits.dtype:
+            raise ValueError(
+                "RaggedTensor: the row splits (%s) must have the dtype of the values' row "
+                "splits (%s); use with_row_splits_dtype() to convert one."
+                % (splits.dtype.name, values.row_splits.dtype.name))
         if validate and splits.__class__ is Tensor:  # eager: values to check (not traced)
             s = np.asarray(splits._value)
             nvals = _nrows_of(values)
@@ -117,8 +131,8 @@ class RaggedTensor:
             [[1], [], [2, 3]]
         """
         lengths = _splits(row_lengths, "row_lengths")
-        splits = api.concat([convert_to_tensor(np.zeros(1, np.int64)),
-                                   api.cumsum(lengths)], 0)
+        splits = api.concat([convert_to_tensor(np.zeros(1, lengths.dtype.np_dtype)),
+                             api.cumsum(lengths)], 0)
         return cls.from_row_splits(values, splits, validate=validate)
 
     @classmethod
@@ -130,14 +144,16 @@ class RaggedTensor:
             >>> ef.RaggedTensor.from_value_rowids([1, 2, 3], [0, 0, 2]).to_list()
             [[1, 2], [], [3]]
         """
-        ids = np.asarray(_splits(value_rowids, "value_rowids")._value)
+        ids_t = _splits(value_rowids, "value_rowids")
+        ids = np.asarray(ids_t._value)
         if ids.size and np.any(np.diff(ids) < 0):
             raise errors.InvalidArgumentError(
                 None, "RaggedTensor", "value_rowids must be sorted ascending, got %s."
                 % ids.tolist())
         n = int(nrows) if nrows is not None else (int(ids[-1]) + 1 if ids.size else 0)
         lengths = np.bincount(ids, minlength=n)[:n] if ids.size else np.zeros(n, np.int64)
-        return cls.from_row_lengths(values, lengths.astype(np.int64), validate=validate)
+        return cls.from_row_lengths(values, lengths.astype(ids_t.dtype.np_dtype),
+                                    validate=validate)
 
     @classmethod
     def from_nested_row_splits(cls, flat_values, nested_row_splits, name=None, validate=True):
@@ -192,7 +208,7 @@ class RaggedTensor:
 
     @property
     def row_splits(self):
-        """The outermost level's int64 row splits."""
+        """The outermost level's row splits (int64, or int32 when built so)."""
         return self._row_splits
 
     @property
@@ -239,9 +255,32 @@ class RaggedTensor:
     def ndim(self):
         return len(self.shape)
 
-    def nrows(self, out_type=d.int64, name=None):
-        """The number of rows."""
-        return cast(api.shape(self._row_splits)[0] - 1, out_type)
+    @property
+    def row_splits_dtype(self):
+        """The dtype of the row partitions: int64 (the default) or int32."""
+        return self._row_splits.dtype
+
+    def with_row_splits_dtype(self, dtype):
+        """The same tensor with every level's row splits cast to ``dtype`` (int32 or int64).
+
+        Example:
+            >>> import eagerflow as ef
+            >>> rt = ef.ragged.constant([[1], [2, 3]]).with_row_splits_dtype(ef.int32)
+            >>> rt.row_splits.dtype.name
+            'int32'
+        """
+        dtype = d.as_dtype(dtype)
+        if dtype not in (d.int32, d.int64):
+            raise ValueError("with_row_splits_dtype: dtype must be int32 or int64, got %s."
+                             % dtype.name)
+        values = self._values.with_row_splits_dtype(dtype) \
+            if isinstance(self._values, RaggedTensor) else self._values
+        return RaggedTensor(values, cast(self._row_splits, dtype), _internal=True,
+                            _uniform=self._uniform)
+
+    def nrows(self, out_type=None, name=None):
+        """The number of rows (of the row splits' dtype unless ``out_type`` says)."""
+        return cast(api.shape(self._row_splits)[0] - 1, out_type or self._row_splits.dtype)
 
     def row_lengths(self, axis=1, name=None):
         """The length of each row (of the dimension ``axis``)."""
@@ -267,8 +306,8 @@ class RaggedTensor:
         # Value j lies in the row whose end is the first split above j: a search over the
         # splits, which traces (a symbolic tensor has no values to repeat).
         splits = self._row_splits
-        return api.searchsorted(splits[1:], api.range(splits[-1], dtype=d.int64),
-                                side="right", out_type=d.int64)
+        return api.searchsorted(splits[1:], api.range(splits[-1], dtype=splits.dtype),
+                                side="right", out_type=splits.dtype)
 
     def with_values(self, new_values):
         """The same outer partition over other values."""
@@ -313,8 +352,10 @@ class RaggedTensor:
             v = v.values
         return RaggedTensor(self._values.merge_dims(0, inner_axis - 1), splits, _internal=True)
 
-    def bounding_shape(self, axis=None, out_type=d.int64, name=None):
-        """The shape of the smallest dense tensor that holds this one."""
+    def bounding_shape(self, axis=None, out_type=None, name=None):
+        """The shape of the smallest dense tensor that holds this one (of the row splits'
+        dtype unless ``out_type`` says)."""
+        out_type = d.as_dtype(out_type) if out_type is not None else self._row_splits.dtype
         dims = [int(self._row_splits.shape[0]) - 1]
         v = self
         while isinstance(v, RaggedTensor):
@@ -456,7 +497,7 @@ class RaggedTensor:
             value_idx = np.concatenate([np.arange(s[r], s[r + 1]) for r in picked]) \
                 if picked.size else np.zeros(0, np.int64)
             values = gather_rows(self._values, value_idx)
-            outer = RaggedTensor.from_row_lengths(values, lengths[picked].astype(np.int64))
+            outer = RaggedTensor.from_row_lengths(values, lengths[picked].astype(s.dtype))
             if not rest:
                 return outer
             inner = [outer[i][rest] for i in range(len(picked))]
@@ -519,7 +560,7 @@ class RaggedTensorSpec:
             inner dense dimensions.
         dtype: The dtype of the values.
         ragged_rank: The number of ragged dimensions (default: rank - 1).
-        row_splits_dtype: int64 or int32 (recorded; row splits are held as int64).
+        row_splits_dtype: int64 or int32, the dtype of the row partitions.
         flat_values_spec: Unused (TF compatibility).
 
     Example:
@@ -555,7 +596,7 @@ class RaggedTensorSpec:
         if not isinstance(value, RaggedTensor):
             raise TypeError("RaggedTensorSpec.from_value expects a RaggedTensor, got %s."
                             % type(value).__name__)
-        return cls(value.shape, value.dtype, value.ragged_rank)
+        return cls(value.shape, value.dtype, value.ragged_rank, value.row_splits.dtype)
 
     @property
     def value_type(self):
@@ -570,8 +611,8 @@ class RaggedTensorSpec:
         if not self.ragged_rank:
             return (TensorSpec(self.shape, self.dtype),)
         outer = dims[0] if dims else None
-        splits = [TensorSpec([None if outer is None else outer + 1], d.int64)]
-        splits += [TensorSpec([None], d.int64)] * (self.ragged_rank - 1)
+        splits = [TensorSpec([None if outer is None else outer + 1], self.row_splits_dtype)]
+        splits += [TensorSpec([None], self.row_splits_dtype)] * (self.ragged_rank - 1)
         return (flat,) + tuple(splits)
 
     def _from_components(self, components):
@@ -587,12 +628,15 @@ class RaggedTensorSpec:
         """True for a value (or spec) of this dtype, ragged rank and a compatible shape."""
         if isinstance(value, RaggedTensorSpec):
             return value.dtype is self.dtype and value.ragged_rank == self.ragged_rank \
-                and self.shape.is_compatible_with(value.shape)
+                and self.shape.is_compatible_with(value.shape) and (
+                    not self.ragged_rank or value.row_splits_dtype is self.row_splits_dtype)
         if not self.ragged_rank:
             return isinstance(value, Tensor) and value.dtype is self.dtype and \
                 self.shape.is_compatible_with(value.shape)
         return isinstance(value, RaggedTensor) and value.dtype is self.dtype and \
-            value.ragged_rank == self.ragged_rank and self.shape.is_compatible_with(value.shape)
+            value.ragged_rank == self.ragged_rank and \
+            value.row_splits.dtype is self.row_splits_dtype and \
+            self.shape.is_compatible_with(value.shape)
 
     def most_specific_compatible_type(self, other):
         """The spec that accepts values of both (unknown dims where they differ).
@@ -601,7 +645,8 @@ class RaggedTensorSpec:
             TypeError: If the dtypes or ragged ranks differ.
         """
         if not isinstance(other, RaggedTensorSpec) or other.dtype is not self.dtype or \
-                other.ragged_rank != self.ragged_rank:
+                other.ragged_rank != self.ragged_rank or \
+                other.row_splits_dtype is not self.row_splits_dtype:
             raise TypeError("No spec is compatible with both %r and %r." % (self, other))
         return RaggedTensorSpec(self.shape.most_specific_compatible_shape(other.shape),
                                 self.dtype, self.ragged_rank, self.row_splits_dtype)
@@ -633,6 +678,8 @@ def same_partitions(a, b):
     """True when two RaggedTensors have equal row splits at every level (element-wise ops
     on both need it)."""
     sa, sb = a.nested_row_splits, b.nested_row_splits
+    if sa[0].dtype is not sb[0].dtype:
+        raise _mismatched_splits()
     if len(sa) != len(sb):
         return False
     for x, y in zip(sa, sb):
@@ -662,7 +709,7 @@ def gather_rows(values, idx):
         inner = np.concatenate([np.arange(s[r], s[r + 1]) for r in idx]) if len(idx) else \
             np.zeros(0, np.int64)
         return RaggedTensor.from_row_lengths(gather_rows(values.values, inner),
-                                             (s[1:] - s[:-1])[idx].astype(np.int64))
+                                             (s[1:] - s[:-1])[idx].astype(s.dtype))
     return api.gather(values, convert_to_tensor(np.asarray(idx, np.int64)))
 
 
@@ -678,18 +725,23 @@ def _stack_rows(rows):
 
 # The row axis (axis 0) of stack and concat: indexing builds its results with them, and
 # ragged_array_ops' public stack and concat are these plus argument checks and other axes.
-def stack_rows(values):
-    """Tensors or RaggedTensors (each one row) stacked into a RaggedTensor along axis 0."""
+def stack_rows(values, splits_dtype=d.int64):
+    """Tensors or RaggedTensors (each one row) stacked into a RaggedTensor along axis 0; the
+    new partition takes the rows' splits dtype (``splits_dtype`` for dense rows)."""
     if all(isinstance(v, RaggedTensor) for v in values):
-        return RaggedTensor.from_row_lengths(concat_rows(values),
-                                             np.asarray([len(v) for v in values], np.int64))
-    lengths = np.asarray([int(v.shape[0]) if v.ndim else 1 for v in values], np.int64)
+        inner = concat_rows(values)
+        return RaggedTensor.from_row_lengths(
+            inner, np.asarray([len(v) for v in values], inner.row_splits.dtype.np_dtype))
+    lengths = np.asarray([int(v.shape[0]) if v.ndim else 1 for v in values],
+                         splits_dtype.np_dtype)
     flat = api.concat([v if v.ndim else api.reshape(v, [1]) for v in values], 0)
     return RaggedTensor.from_row_lengths(flat, lengths)
 
 
 def concat_rows(values):
     """RaggedTensors concatenated along axis 0 (their rows one after another)."""
+    if len({v.row_splits.dtype for v in values}) > 1:
+        raise _mismatched_splits()
     flat = concat_values([v.values for v in values])
     lengths = api.concat([v.row_lengths() for v in values], 0)
     return RaggedTensor.from_row_lengths(flat, lengths)

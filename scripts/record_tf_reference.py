@@ -3,7 +3,7 @@
 Run it in an environment that has tensorflow (not a dependency of eagerflow):
 
     python scripts/record_tf_reference.py            # everything
-    python scripts/record_tf_reference.py ragged hashing resize_aa sparse  # only these parts
+    python scripts/record_tf_reference.py ragged sparse ragged_broadcast  # only these parts
 
 It writes a TFRecord file of tf.train.Examples (plain and GZIP), and JSON/NPZ files of
 string-op, image.resize, TextVectorization and Normalization outputs on fixed inputs. The
@@ -290,18 +290,54 @@ def record_sparse():
         f.write("\n")
 
 
+def record_ragged_broadcast():
+    """Ragged-dense broadcasting (tests/ragged/ragged_broadcast_cases.py): values, static
+    shapes, errors and gradients."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(OUT))))
+    from tests.ragged import ragged_broadcast_cases as cases
+
+    out = {"tensorflow": tf.__version__, "cases": {}, "errors": {}, "grads": {}}
+    for name, (inputs, op) in cases.CASES.items():
+        r = op(tf, *inputs(tf))
+        out["cases"][name] = {"values": r.to_list(), "shape": r.shape.as_list(),
+                              "ragged_rank": r.ragged_rank, "dtype": r.dtype.name}
+    for name, (inputs, op) in cases.ERRORS.items():
+        try:
+            op(tf, *inputs(tf))
+            out["errors"][name] = None
+        except (tf.errors.InvalidArgumentError, ValueError) as exc:
+            out["errors"][name] = type(exc).__name__
+    for name in cases.GRADS:
+        inputs, op = cases.CASES[name]
+        x, y = inputs(tf)
+        flat = tf.Variable(x.flat_values)
+        dense = tf.Variable(y)
+        with tf.GradientTape() as tape:
+            r = op(tf, x.with_flat_values(flat * 1.0), dense * 1.0)
+            w = tf.reshape(tf.range(tf.size(r.flat_values), dtype=tf.float32),
+                           tf.shape(r.flat_values)) + 1.0
+            loss = tf.reduce_sum(r.flat_values * w)
+        gf, gd = tape.gradient(loss, [flat, dense])
+        out["grads"][name] = {"flat_values": gf.numpy().tolist(), "dense": gd.numpy().tolist()}
+    with open(os.path.join(OUT, "ragged_broadcast.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def main(parts):
     os.makedirs(OUT, exist_ok=True)
     if parts:
         for part in parts:
             {"ragged": record_ragged_datasets, "hashing": record_hashing,
-             "resize_aa": record_resize_antialias, "sparse": record_sparse}[part]()
+             "resize_aa": record_resize_antialias, "sparse": record_sparse,
+             "ragged_broadcast": record_ragged_broadcast}[part]()
         print("wrote", parts)
         return
     record_ragged_datasets()
     record_hashing()
     record_resize_antialias()
     record_sparse()
+    record_ragged_broadcast()
     meta = {"tensorflow": tf.__version__}
     meta["records"] = record_tfrecords()
     meta["strings"] = record_strings()

@@ -13,13 +13,13 @@ Example:
 
 from __future__ import annotations
 
-import numpy as np
 
 from eagerflow import _api as api
 from eagerflow import errors
 from eagerflow import math as segments
 from eagerflow.ops import composite
 from eagerflow.ops.dispatch import execute
+from eagerflow.ragged import ragged_broadcast
 from eagerflow.ragged.ragged_array_ops import concat, gather, stack
 from eagerflow.ragged.ragged_tensor import RaggedTensor, same_partitions
 
@@ -85,28 +85,21 @@ def _reduce(kind):
 
 def _elementwise(prim, args, attrs):
     """An elementwise primitive with RaggedTensor arguments, run on their flat values (TF's
-    ragged dispatch). Other arguments must broadcast against the flat values: scalars, or
-    dense tensors no deeper than the ragged tensor's inner (uniform) dimensions."""
+    ragged dispatch). Dense arguments broadcast by TF's ragged rules (ragged_broadcast):
+    scalars and tensors over the inner (uniform) dimensions directly, deeper ones gathered
+    onto the flat values."""
     template = next(a for a in args if isinstance(a, RaggedTensor))
-    flat = template.flat_values
-    inner = flat.ndim - 1
-    out = []
     for a in args:
-        if isinstance(a, RaggedTensor):
-            if a is not template and not same_partitions(template, a):
-                raise errors.InvalidArgumentError(
-                    None, prim.name, "%s: the RaggedTensor arguments have different row "
-                    "partitions; element-wise ops need the same row_splits." % prim.name)
-            out.append(a.flat_values)
-            continue
-        rank = len(getattr(a, "shape", ())) if hasattr(a, "shape") else np.ndim(a)
-        if rank > inner:
-            raise errors.UnimplementedError(
-                None, prim.name, "%s: broadcasting a dense argument of rank %d against a "
-                "RaggedTensor with %d uniform inner dimension(s) is not supported; use a "
-                "scalar, a RaggedTensor with the same row partitions, or "
-                "RaggedTensor.to_tensor() first." % (prim.name, rank, inner))
-        out.append(a)
+        if isinstance(a, RaggedTensor) and a is not template and \
+                not same_partitions(template, a):
+            raise errors.InvalidArgumentError(
+                None, prim.name, "%s: the RaggedTensor arguments have different row "
+                "partitions; element-wise ops need the same row_splits." % prim.name)
+    if any(not isinstance(a, RaggedTensor) and ragged_broadcast.needs_broadcast(template, a)
+           for a in args):
+        result, out = ragged_broadcast.broadcast_operands(prim.name, template, args)
+        return result.with_flat_values(execute(prim, tuple(out), attrs))
+    out = [a.flat_values if isinstance(a, RaggedTensor) else a for a in args]
     return template.with_flat_values(execute(prim, tuple(out), attrs))
 
 

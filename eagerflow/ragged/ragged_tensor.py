@@ -23,6 +23,7 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops.ragged.ragged_ops import ragged_to_dense
 from eagerflow import _api as api
+from eagerflow.ops import operators as _operators
 from eagerflow.ops.math.cast import cast
 from eagerflow.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor_shape import TensorShape
@@ -64,18 +65,25 @@ class RaggedTensor:
 
     def _from_components(self, components):
         flat, *splits = components
+        uniform, v = [], self
+        while isinstance(v, RaggedTensor):
+            uniform.append(v._uniform)
+            v = v._values
         result = flat
-        for s in reversed(splits):
-            result = RaggedTensor(result, s, _internal=True)
+        for s, u in zip(reversed(splits), reversed(uniform)):
+            result = RaggedTensor(result, s, _internal=True, _uniform=u)
         return result
 
-    def __init__(self, values, row_splits, _internal=False):
+    def __init__(self, values, row_splits, _internal=False, _uniform=None):
         if not _internal:
             raise errors.InvalidArgumentError(
                 None, "RaggedTensor", "Use RaggedTensor.from_row_splits (or ragged.constant) "
                 "to build a RaggedTensor.")
         self._values = values
         self._row_splits = row_splits
+        # The static length of every row, when this partition is known to be uniform (one
+        # made by broadcasting): the shape then says it, as TF's uniform_row_length does.
+        self._uniform = _uniform
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -218,7 +226,14 @@ class RaggedTensor:
         """The static shape: rows, then None for each ragged dim, then the values' inner dims."""
         n = self._row_splits.shape[0]
         inner = self._values.shape
-        return TensorShape([None if n is None else n - 1, None] + list(inner)[1:])
+        return TensorShape([None if n is None else n - 1, self._uniform] + list(inner)[1:])
+
+    @property
+    def uniform_row_length(self):
+        """The length of every row when this partition is uniform and known to be, else None."""
+        if self._uniform is None:
+            return None
+        return convert_to_tensor(np.asarray(self._uniform, self._row_splits.dtype.np_dtype))
 
     @property
     def ndim(self):
@@ -257,7 +272,7 @@ class RaggedTensor:
 
     def with_values(self, new_values):
         """The same outer partition over other values."""
-        return RaggedTensor(new_values, self._row_splits, _internal=True)
+        return RaggedTensor(new_values, self._row_splits, _internal=True, _uniform=self._uniform)
 
     def with_flat_values(self, new_values):
         """The same partitions over other flat values (same outer size)."""
@@ -466,87 +481,28 @@ class RaggedTensor:
     __str__ = __repr__
 
     # -- element-wise arithmetic on flat values ---------------------------------------------
-    def _binary(self, other, fn):
-        if isinstance(other, RaggedTensor):
-            if not same_partitions(self, other):
-                raise errors.InvalidArgumentError(
-                    None, "RaggedTensor", "element-wise ops need ragged tensors with the same "
-                    "row partitions.")
-            return self.with_flat_values(fn(self.flat_values, other.flat_values))
-        other = convert_to_tensor(other, dtype=self.dtype) if not isinstance(other, Tensor) \
-            else other
-        if other.ndim > self.flat_values.ndim - 1:
-            raise errors.UnimplementedError(
-                None, "RaggedTensor", "broadcasting a dense tensor of shape %s against a "
-                "RaggedTensor of shape %s is not supported; use a scalar, a tensor over the "
-                "uniform inner dimensions, or a RaggedTensor." % (other.shape, self.shape))
-        return self.with_flat_values(fn(self.flat_values, other))
-
-    def __add__(self, o):
-        return self._binary(o, lambda a, b: a + b)
-
-    def __radd__(self, o):
-        return self._binary(o, lambda a, b: b + a)
-
-    def __sub__(self, o):
-        return self._binary(o, lambda a, b: a - b)
-
-    def __rsub__(self, o):
-        return self._binary(o, lambda a, b: b - a)
-
-    def __mul__(self, o):
-        return self._binary(o, lambda a, b: a * b)
-
-    def __rmul__(self, o):
-        return self._binary(o, lambda a, b: b * a)
-
-    def __truediv__(self, o):
-        return self._binary(o, lambda a, b: a / b)
-
-    def __neg__(self):
-        return self.with_flat_values(-self.flat_values)
-
-    def __abs__(self):
-        return self.with_flat_values(abs(self.flat_values))
-
-    def __invert__(self):
-        return self.with_flat_values(~self.flat_values)
-
-    def __floordiv__(self, o):
-        return self._binary(o, lambda a, b: a // b)
-
-    def __mod__(self, o):
-        return self._binary(o, lambda a, b: a % b)
-
-    def __pow__(self, o):
-        return self._binary(o, lambda a, b: a ** b)
-
-    def __rtruediv__(self, o):
-        return self._binary(o, lambda a, b: b / a)
-
-    def __lt__(self, o):
-        return self._binary(o, lambda a, b: a < b)
-
-    def __le__(self, o):
-        return self._binary(o, lambda a, b: a <= b)
-
-    def __gt__(self, o):
-        return self._binary(o, lambda a, b: a > b)
-
-    def __ge__(self, o):
-        return self._binary(o, lambda a, b: a >= b)
-
-    def __and__(self, o):
-        return self._binary(o, lambda a, b: a & b)
-
-    def __or__(self, o):
-        return self._binary(o, lambda a, b: a | b)
+    # Tensor's own operators: each is a call of the public op, which dispatches a
+    # RaggedTensor argument to _elementwise, so ``rt + x`` and ``ef.add(rt, x)`` are one path
+    # (partitions checked, dense operands broadcast by TF's ragged rules).
+    __add__, __radd__ = _operators.__add__, _operators.__radd__
+    __sub__, __rsub__ = _operators.__sub__, _operators.__rsub__
+    __mul__, __rmul__ = _operators.__mul__, _operators.__rmul__
+    __truediv__, __rtruediv__ = _operators.__truediv__, _operators.__rtruediv__
+    __floordiv__, __rfloordiv__ = _operators.__floordiv__, _operators.__rfloordiv__
+    __mod__, __rmod__ = _operators.__mod__, _operators.__rmod__
+    __pow__, __rpow__ = _operators.__pow__, _operators.__rpow__
+    __and__, __rand__ = _operators.__and__, _operators.__rand__
+    __or__, __ror__ = _operators.__or__, _operators.__ror__
+    __xor__, __rxor__ = _operators.__xor__, _operators.__rxor__
+    __lt__, __le__ = _operators.__lt__, _operators.__le__
+    __gt__, __ge__ = _operators.__gt__, _operators.__ge__
+    __neg__, __abs__, __invert__ = _operators.__neg__, _operators.__abs__, _operators.__invert__
 
     def __eq__(self, o):
-        return self._binary(o, api.equal)
+        return api.equal(self, o)
 
     def __ne__(self, o):
-        return self._binary(o, api.not_equal)
+        return api.not_equal(self, o)
 
     __hash__ = None
 
@@ -620,9 +576,11 @@ class RaggedTensorSpec:
 
     def _from_components(self, components):
         flat, *splits = components
+        dims = self.shape.as_list() if self.shape.rank is not None else []
         result = flat
-        for s in reversed(splits):
-            result = RaggedTensor(result, s, _internal=True)
+        for level in reversed(range(len(splits))):
+            uniform = dims[level + 1] if level + 1 < len(dims) else None
+            result = RaggedTensor(result, splits[level], _internal=True, _uniform=uniform)
         return result
 
     def is_compatible_with(self, value):

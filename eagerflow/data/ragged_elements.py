@@ -40,12 +40,6 @@ def is_ragged_spec(spec):
     return isinstance(spec, RaggedTensorSpec)
 
 
-def _read_only(array):
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
 def _parts(value):
     """(flat values array, [row splits arrays, outermost first]) of a value."""
     if isinstance(value, RaggedTensor):
@@ -55,11 +49,11 @@ def _parts(value):
 
 
 def _build(flat, splits, validate=False):
-    values = structure.wrap_array(_read_only(flat))
+    values = structure.wrap_read_only_view(flat)
     if not splits:
         return values
     return RaggedTensor.from_nested_row_splits(
-        values, [structure.wrap_array(_read_only(s)) for s in splits], validate=validate)
+        values, [structure.wrap_read_only_view(s) for s in splits], validate=validate)
 
 
 def component_arrays(value):
@@ -97,7 +91,7 @@ def rows(value):
     ragged rank 1); a dense Tensor gives its slices along the first dimension."""
     flat, splits = _parts(value)
     if not splits:
-        return [structure.wrap_array(_read_only(flat[i])) for i in range(flat.shape[0])]
+        return [structure.wrap_read_only_view(flat[i]) for i in range(flat.shape[0])]
     outer, inner = splits[0], splits[1:]
     out = []
     for i in range(outer.shape[0] - 1):

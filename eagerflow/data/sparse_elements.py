@@ -38,16 +38,9 @@ def is_sparse_spec(spec):
     return isinstance(spec, SparseTensorSpec)
 
 
-def _read_only(array):
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
 def _build(indices, values, dense_shape):
-    wrap = structure.wrap_array
-    return SparseTensor._from_parts(wrap(_read_only(indices)), wrap(_read_only(values)),
-                                    wrap(_read_only(dense_shape)))
+    wrap = structure.wrap_read_only_view
+    return SparseTensor._from_parts(wrap(indices), wrap(values), wrap(dense_shape))
 
 
 def component_arrays(value):

@@ -258,6 +258,14 @@ def wrap_array(array):
     return wrap(array, _CPU)
 
 
+def wrap_read_only_view(array):
+    """A CPU Tensor around a read-only view of ``array`` (a component of a batch buffer
+    that later steps must not write through), without a copy."""
+    view = array.view()
+    view.flags.writeable = False
+    return wrap(view, _CPU)
+
+
 # -- specs ----------------------------------------------------------------------------------
 
 

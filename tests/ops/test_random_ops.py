@@ -263,7 +263,7 @@ _SCRIPT = (
 
 def test_fresh_programs_repeat_seeded_sequences():
     runs = [subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
-                           check=True).stdout.splitlines() for _ in range(2)]
+                           check=True, timeout=120).stdout.splitlines() for _ in range(2)]
     assert runs[0][0] == runs[1][0]  # seeded: the same numbers in a new process
     assert runs[0][1] != runs[1][1]  # unseeded: different every run
     # ... and the same as in this process.

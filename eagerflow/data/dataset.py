@@ -269,11 +269,12 @@ class DatasetIterator:
         (0, 1)
     """
 
-    __slots__ = ("_dataset", "_gen", "__weakref__")
+    __slots__ = ("_dataset", "_gen", "_exhausted", "__weakref__")
 
     def __init__(self, dataset):
         self._dataset = dataset
         self._gen = dataset._elements()
+        self._exhausted = False
 
     def __iter__(self):
         return self
@@ -281,7 +282,13 @@ class DatasetIterator:
     def __next__(self):
         if _state.trace is not None:
             _refuse_in_trace()
-        return next(self._gen)
+        if self._exhausted:
+            raise StopIteration
+        try:
+            return next(self._gen)
+        except StopIteration:
+            self._exhausted = True
+            raise
 
     next = __next__
 
@@ -291,6 +298,56 @@ class DatasetIterator:
             return self.__next__()
         except StopIteration:
             raise errors.OutOfRangeError(None, "IteratorGetNext", "End of sequence") from None
+
+    # -- checkpointing (``tf.train.Checkpoint(iterator=it)``) --------------------------------
+
+    def _save_state(self):
+        """This pass's position as bytes (see :mod:`eagerflow.data.iterator_state`).
+
+        Raises:
+            UnimplementedError: If a dataset of the pipeline cannot save its position
+                (``from_generator``, as in TF).
+            FailedPreconditionError: If a function of the pipeline is stateful and the
+                options' ``experimental_external_state_policy`` is FAIL (the default).
+        """
+        from eagerflow.data import iterator_state
+
+        writer = iterator_state.StateWriter()
+        writer.int("exhausted", self._exhausted)
+        writer.save_input("", self._gen, self._dataset)
+        return iterator_state.to_bytes(writer)
+
+    def _restore_state(self, data):
+        """Continues from a position :meth:`_save_state` returned, for the same pipeline.
+
+        Raises:
+            NotFoundError: If the state was saved from a pipeline of another shape.
+            DataLossError: If the state is corrupt.
+        """
+        from eagerflow.data import iterator_state
+
+        reader = iterator_state.from_bytes(data)
+        fresh = self._dataset._elements()
+        try:
+            reader.restore_input("", fresh, self._dataset)
+            exhausted = bool(reader.int("exhausted"))
+        except BaseException:
+            fresh.close()
+            raise
+        self._gen.close()
+        self._gen, self._exhausted = fresh, exhausted
+
+    def _serialize_to_tensors(self):
+        """``{"ITERATOR_STATE": uint8 tensor}``: the checkpoint key TF uses for iterators."""
+        return {"ITERATOR_STATE": np.frombuffer(self._save_state(), np.uint8)}
+
+    def _restore_from_tensors(self, tensors):
+        value = tensors["ITERATOR_STATE"]
+        if value.dtype != np.uint8 or value.ndim != 1:
+            raise errors.DataLossError(
+                None, "DeserializeIterator", "The saved iterator state must be a uint8 "
+                "vector, got %s of shape %s." % (value.dtype, value.shape))
+        self._restore_state(value.tobytes())
 
     @property
     def element_spec(self):

@@ -33,7 +33,9 @@ class ElementsDataset(Dataset):
         return len(self._items)
 
     def _elements(self):
-        yield from self._items
+        from eagerflow.data.sources import IndexIterator
+
+        return IndexIterator(len(self._items), self._items.__getitem__)
 
 
 class WindowDataset(Dataset):

@@ -312,8 +312,12 @@ class DatasetIterator:
         """
         from eagerflow.data import iterator_state
 
-        writer = iterator_state.StateWriter()
+        writer = iterator_state.StateWriter(
+            policy=self._dataset.options().experimental_external_state_policy)
         writer.int("exhausted", self._exhausted)
+        # Shuffle epoch counters belong to the datasets (TF's seed generators): saved here
+        # for the whole pipeline, including shuffles whose pass has not started.
+        writer.ints("shuffle_epochs", [d._epochs for d in _shuffles(self._dataset)])
         writer.save_input("", self._gen, self._dataset)
         return iterator_state.to_bytes(writer)
 
@@ -327,13 +331,17 @@ class DatasetIterator:
         from eagerflow.data import iterator_state
 
         reader = iterator_state.from_bytes(data)
+        shuffles = _shuffles(self._dataset)
         fresh = self._dataset._elements()
         try:
             reader.restore_input("", fresh, self._dataset)
             exhausted = bool(reader.int("exhausted"))
+            epochs = reader.ints("shuffle_epochs", len(shuffles)).tolist()
         except BaseException:
             fresh.close()
             raise
+        for dataset, epoch in zip(shuffles, epochs):
+            dataset._epochs = max(0, epoch)
         self._gen.close()
         self._gen, self._exhausted = fresh, exhausted
 
@@ -356,6 +364,25 @@ class DatasetIterator:
     def close(self):
         """Ends the pass now, stopping any background work it started."""
         self._gen.close()
+
+
+def _shuffles(dataset):
+    """The shuffle datasets of a pipeline, inputs first, each once."""
+    from eagerflow.data.shuffling import ShuffleDataset
+
+    seen, out = set(), []
+
+    def visit(d):
+        if id(d) in seen:
+            return
+        seen.add(id(d))
+        for child in d._inputs:
+            visit(child)
+        if isinstance(d, ShuffleDataset):
+            out.append(d)
+
+    visit(dataset)
+    return out
 
 
 def _refuse_in_trace():

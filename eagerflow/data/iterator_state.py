@@ -55,10 +55,10 @@ def op_name(dataset):
     return name[:-len("Dataset")] if name.endswith("Dataset") and len(name) > 7 else name
 
 
-def _unsupported(dataset, prefix):
+def _unsupported(dataset, prefix, policy):
     hook = getattr(dataset, "_checkpoint_error", None)
     if hook is not None:
-        return hook(prefix)
+        return hook(prefix, _as_policy(policy))
     return errors.UnimplementedError(
         None, "SerializeIterator", "%s does not support checkpointing (in the iterator %s): "
         "its position cannot be saved. Checkpoint the model only, or build the pipeline "
@@ -102,12 +102,14 @@ class StatefulIterator:
 class StateWriter:
     """Collects an iterator tree's state: arrays by key, and the op of every prefix."""
 
-    __slots__ = ("prefix", "tensors", "ops")
+    __slots__ = ("prefix", "tensors", "ops", "policy")
 
-    def __init__(self, prefix=ROOT, tensors=None, ops=None):
+    def __init__(self, prefix=ROOT, tensors=None, ops=None, policy=None):
         self.prefix = prefix
         self.tensors = {} if tensors is None else tensors
         self.ops = {prefix: ROOT} if ops is None else ops
+        # The pipeline's experimental_external_state_policy (None: FAIL, as TF).
+        self.policy = policy
 
     def _key(self, name):
         return self.prefix + "/" + name
@@ -174,9 +176,9 @@ class StateWriter:
         """
         prefix = "%s::%s%s" % (self.prefix, op_name(dataset), slot)
         if not isinstance(iterator, StatefulIterator):
-            raise _unsupported(dataset, prefix)
+            raise _unsupported(dataset, prefix, self.policy)
         self.ops[prefix] = iterator._op
-        iterator.save(StateWriter(prefix, self.tensors, self.ops))
+        iterator.save(StateWriter(prefix, self.tensors, self.ops, self.policy))
 
 
 class StateReader:
@@ -298,7 +300,7 @@ class StateReader:
         """
         prefix = "%s::%s%s" % (self.prefix, op_name(dataset), slot)
         if not isinstance(iterator, StatefulIterator):
-            raise _unsupported(dataset, prefix)
+            raise _unsupported(dataset, prefix, None)
         saved = self.ops.get(prefix)
         if saved is None:
             raise _not_found(prefix, "the checkpoint has no iterator there")
@@ -334,10 +336,9 @@ def from_bytes(data):
 # -- functions with external state ----------------------------------------------------------
 
 
-def _policy(dataset):
+def _as_policy(value):
     from eagerflow.data.options import ExternalStatePolicy
 
-    value = dataset.options().experimental_external_state_policy
     return ExternalStatePolicy.FAIL if value is None else ExternalStatePolicy(int(value))
 
 
@@ -358,10 +359,11 @@ def _stateful_op(func, in_spec):
     return None
 
 
-def check_external_state(dataset, func, in_spec, method):
+def check_external_state(writer, dataset, func, in_spec, method):
     """Applies the dataset's ``experimental_external_state_policy`` to a user function.
 
-    As TF: a function with stateful ops (random ops, variable reads, Python functions)
+    The policy is the whole pipeline's (``writer.policy``, from the options of the dataset
+    iterated). As TF: a function with stateful ops (random ops, variable reads, Python functions)
     cannot be saved by default (FAIL); WARN saves the position with a warning, IGNORE
     silently; the function's state itself is never saved. The verdict is cached on the
     dataset.
@@ -371,7 +373,7 @@ def check_external_state(dataset, func, in_spec, method):
     """
     from eagerflow.data.options import ExternalStatePolicy
 
-    policy = _policy(dataset)
+    policy = _as_policy(writer.policy)
     if policy == ExternalStatePolicy.IGNORE:
         return
     reason = getattr(dataset, "_external_state", False)

@@ -49,10 +49,10 @@ class MapDataset(Dataset):
         return _ParallelMapIterator(self, workers, ordered)
 
 
-def _check_function(dataset, func, method):
+def _check_function(writer, dataset, func, method):
     """Refuses to save a pass through a stateful user function (see ``iterator_state``)."""
-    iterator_state.check_external_state(dataset, func, dataset._inputs[0].element_spec,
-                                        method)
+    iterator_state.check_external_state(writer, dataset, func,
+                                        dataset._inputs[0].element_spec, method)
 
 
 class _MapIterator(iterator_state.UnaryIterator):
@@ -67,7 +67,7 @@ class _MapIterator(iterator_state.UnaryIterator):
         return self._apply(next(self._input))
 
     def _save(self, writer):
-        _check_function(self._dataset, self._dataset._func, "map")
+        _check_function(writer, self._dataset, self._dataset._func, "map")
 
 
 class _ParallelMapIterator(iterator_state.UnaryIterator):
@@ -135,7 +135,7 @@ class _ParallelMapIterator(iterator_state.UnaryIterator):
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _save(self, writer):
-        _check_function(self._dataset, self._dataset._func, "map")
+        _check_function(writer, self._dataset, self._dataset._func, "map")
         results = list(self._ready)
         # The calls in flight finish first; an error in one is raised here, as it would be
         # when its result is read.
@@ -178,7 +178,7 @@ class _FilterIterator(iterator_state.UnaryIterator):
         raise StopIteration
 
     def _save(self, writer):
-        _check_function(self._dataset, self._dataset._predicate, "filter")
+        _check_function(writer, self._dataset, self._dataset._predicate, "filter")
 
 
 class TakeWhileDataset(Dataset):
@@ -216,7 +216,7 @@ class _TakeWhileIterator(iterator_state.UnaryIterator):
         return element
 
     def _save(self, writer):
-        _check_function(self._dataset, self._dataset._predicate, "take_while")
+        _check_function(writer, self._dataset, self._dataset._predicate, "take_while")
         writer.int("done", self._done)
 
     def _restore(self, reader):
@@ -452,7 +452,7 @@ class _ScanIterator(iterator_state.UnaryIterator):
 
     def _save(self, writer):
         dataset = self._dataset
-        _check_function(dataset, lambda e: dataset._step(dataset._initial, e)[1], "scan")
+        _check_function(writer, dataset, lambda e: dataset._step(dataset._initial, e)[1], "scan")
         writer.elements("state", [self._state], "scan")
 
     def _restore(self, reader):

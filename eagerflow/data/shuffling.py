@@ -191,8 +191,8 @@ class ShuffleDataset(Dataset):
 
     The epoch counter (how many passes have drawn an order) belongs to the dataset, as
     TF's seed generator does: every ``iter`` and every ``repeat`` epoch takes the next
-    one. A saved iterator stores it, so a restored pipeline's later passes continue the
-    sequence of orders too.
+    one. A saved iterator stores the counters of every shuffle of its pipeline, so a
+    restored pipeline's later passes continue the sequence of orders too.
     """
 
     def __init__(self, input_dataset, buffer_size, seed, reshuffle_each_iteration):
@@ -287,7 +287,6 @@ class _ShuffleIterator(StatefulIterator):
         return self._dataset._inputs[0]
 
     def save(self, writer):
-        writer.int("epochs", self._dataset._epochs)
         writer.int("started", self._shuffle is not None)
         if self._shuffle is not None:
             self._save_items(writer, "pending", self._pending[self._at:])
@@ -295,7 +294,6 @@ class _ShuffleIterator(StatefulIterator):
         writer.save_input("", self._input, self._child_name())
 
     def restore(self, reader):
-        self._dataset._epochs = reader.int("epochs")
         self._shuffle = None
         self._pending, self._at = [], 0
         if reader.int("started"):

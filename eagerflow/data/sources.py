@@ -250,14 +250,13 @@ class GeneratorDataset(Dataset):
         self._paths = structure.leaf_paths(spec)
         self._pack = structure.packer(spec)
 
-    def _checkpoint_error(self, prefix):
+    def _checkpoint_error(self, prefix, policy):
         """TF's errors for saving a ``from_generator`` pass: the generator's Python state
         cannot be saved (FailedPrecondition, as for any stateful function, unless the
         external state policy ignores it; then Unimplemented)."""
         from eagerflow.data.options import ExternalStatePolicy
 
-        policy = self.options().experimental_external_state_policy
-        if policy is None or int(policy) == ExternalStatePolicy.FAIL:
+        if policy == ExternalStatePolicy.FAIL:
             return errors.FailedPreconditionError(
                 None, "SerializeIterator", "Dataset.from_generator (in the iterator %s): "
                 "the Python generator is stateful, so the iterator's position cannot be "

@@ -9,9 +9,11 @@ Dataset inherits its sources (``from_tensor_slices``, ``range``, ...) from
 :mod:`eagerflow.data.transformation_methods`. Those methods check their arguments and build
 the implementation datasets found in ``sources``, ``batching``, ``mapping``, ``selection``,
 ``shuffling``, ``caching``, ``prefetching`` and ``options``; each implementation provides
-three things: ``_elements()`` (a generator of one pass), ``_compute_spec()`` and
-``_cardinality()``. In-memory sources also provide ``_rows()`` (see
-:mod:`eagerflow.data.rows`), which lets ``batch`` slice arrays directly.
+three things: ``_elements()`` (an iterator of one pass: a
+:class:`~eagerflow.data.iterator_state.StatefulIterator` when its position can be saved,
+see :mod:`eagerflow.data.iterator_state`), ``_compute_spec()`` and ``_cardinality()``.
+In-memory sources also provide ``_rows()`` (see :mod:`eagerflow.data.rows`), which lets
+``batch`` slice arrays directly.
 
 The methods import the implementation modules locally, when called, not at the top: those
 modules define Dataset's subclasses, so they import this module. A base class whose methods

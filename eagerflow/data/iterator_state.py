@@ -224,7 +224,10 @@ class StateReader:
             if start < 0 or step < 1:
                 raise _not_found(self.prefix, "bad saved slice")
             return slice(start, stop, step)
-        return np.array(self.ints(name + "/positions"))
+        positions = np.array(self.ints(name + "/positions"))
+        if len(positions) and int(positions.min()) < 0:
+            raise _not_found(self.prefix, "negative saved positions")
+        return positions
 
     def rng(self, name):
         counter = self._get(name + "/counter")

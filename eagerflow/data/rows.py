@@ -16,8 +16,6 @@ positions in the same order, so ``ds.shuffle(n, seed=1)`` and ``ds.shuffle(n, se
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from eagerflow.data import structure

@@ -66,6 +66,16 @@ def _unsupported(dataset, prefix, policy):
             dataset if isinstance(dataset, str) else type(dataset).__name__, prefix))
 
 
+def _composite_helper(leaf):
+    from eagerflow.data import ragged_elements, sparse_elements
+
+    if ragged_elements.is_ragged(leaf):
+        return ragged_elements
+    if sparse_elements.is_sparse(leaf):
+        return sparse_elements
+    return None
+
+
 def _not_found(prefix, what):
     return errors.NotFoundError(
         None, "DeserializeIterator", "Failed to restore dataset iterator from checkpoint: "
@@ -131,9 +141,15 @@ class StateWriter:
             self.ints(name + "/positions", block)
 
     def rng(self, name, generator):
-        """A numpy Philox generator's exact state."""
+        """A numpy Philox or PCG64 generator's exact state."""
         state = generator.bit_generator.state
         inner = state["state"]
+        if state["bit_generator"] == "PCG64":
+            words = [w for v in (inner["state"], inner["inc"])
+                     for w in (v >> 64, v & 0xFFFFFFFFFFFFFFFF)]
+            self.array(name + "/pcg64", np.asarray(words, np.uint64))
+            self.ints(name + "/flags", (0, state["has_uint32"], state["uinteger"]))
+            return
         self.array(name + "/counter", np.asarray(inner["counter"], np.uint64))
         self.array(name + "/key", np.asarray(inner["key"], np.uint64))
         self.array(name + "/buffer", np.asarray(state["buffer"], np.uint64))
@@ -150,14 +166,26 @@ class StateWriter:
             self._column("%s/%d" % (name, index), column, op)
 
     def _column(self, name, column, op):
-        arrays = []
-        for leaf in column:
-            if type(leaf) is not Tensor:
-                raise errors.UnimplementedError(
-                    None, "SerializeIterator", "%s: saving buffered elements with %s "
-                    "components (in the iterator %s) is not supported; only dense and "
-                    "string tensors can be saved." % (op, type(leaf).__name__, self.prefix))
-            arrays.append(np.asarray(structure.host_value(leaf)))
+        if all(type(leaf) is Tensor for leaf in column):
+            self._arrays(name, [np.asarray(structure.host_value(leaf)) for leaf in column])
+            return
+        helper = _composite_helper(column[0])
+        if helper is None or not all(_composite_helper(leaf) is helper for leaf in column):
+            raise errors.UnimplementedError(
+                None, "SerializeIterator", "%s: saving buffered elements with %s "
+                "components (in the iterator %s) is not supported; only tensors, "
+                "RaggedTensors and SparseTensors can be saved."
+                % (op, type(column[0]).__name__, self.prefix))
+        parts = [helper.component_arrays(leaf) for leaf in column]
+        if len({len(p) for p in parts}) != 1:
+            raise errors.UnimplementedError(
+                None, "SerializeIterator", "%s: the buffered RaggedTensors of one component "
+                "have different ragged ranks (in the iterator %s)." % (op, self.prefix))
+        for k in range(len(parts[0])):
+            self._arrays("%s/%d" % (name, k), [np.asarray(p[k]) for p in parts])
+
+    def _arrays(self, name, arrays):
+        """Numpy arrays of one dtype (any shapes): values concatenated, shapes beside."""
         self.ints(name + "/ranks", [a.ndim for a in arrays])
         self.ints(name + "/dims", [d for a in arrays for d in a.shape])
         if arrays[0].dtype == object:
@@ -230,10 +258,21 @@ class StateReader:
         return positions
 
     def rng(self, name):
+        flags = self.ints(name + "/flags", 3)
+        if self.has(name + "/pcg64"):
+            words = self._get(name + "/pcg64")
+            if words.shape != (4,) or words.dtype != np.uint64:
+                raise _not_found(self.prefix, "bad saved generator state")
+            w = [int(v) for v in words]
+            bit = np.random.PCG64()
+            bit.state = {"bit_generator": "PCG64",
+                         "state": {"state": (w[0] << 64) | w[1], "inc": (w[2] << 64) | w[3]},
+                         "has_uint32": int(flags[1]) & 1,
+                         "uinteger": int(flags[2]) & 0xFFFFFFFF}
+            return np.random.Generator(bit)
         counter = self._get(name + "/counter")
         key = self._get(name + "/key")
         buf = self._get(name + "/buffer")
-        flags = self.ints(name + "/flags", 3)
         if counter.shape != (4,) or key.shape != (2,) or buf.shape != (4,) or not all(
                 a.dtype == np.uint64 for a in (counter, key, buf)) or not 0 <= flags[0] <= 4:
             raise _not_found(self.prefix, "bad saved generator state")
@@ -252,13 +291,30 @@ class StateReader:
         if n == 0:
             return []
         leaves = structure.flatten(spec)
-        columns = [self._column("%s/%d" % (name, j), n) for j in range(len(leaves))]
-        if self.has("%s/%d/ranks" % (name, len(leaves))):
+        columns = [self._column("%s/%d" % (name, j), n, s) for j, s in enumerate(leaves)]
+        if self.has("%s/%d/ranks" % (name, len(leaves))) or self.has(
+                "%s/%d/0/ranks" % (name, len(leaves))):
             raise _not_found(self.prefix, "the saved elements have more components")
         pack = structure.packer(spec)
         return [pack([c[i] for c in columns]) for i in range(n)]
 
-    def _column(self, name, n):
+    def _column(self, name, n, spec):
+        from eagerflow.data import ragged_elements, sparse_elements
+
+        if sparse_elements.is_sparse_spec(spec):
+            helper, count = sparse_elements, 3
+        elif ragged_elements.is_ragged_spec(spec) and spec.ragged_rank:
+            helper, count = ragged_elements, ragged_elements.component_count(spec)
+        else:
+            return [structure.wrap_array(a) for a in self._arrays(name, n)]
+        parts = [self._arrays("%s/%d" % (name, k), n) for k in range(count)]
+        try:
+            return [helper.from_component_arrays([p[i] for p in parts]) for i in range(n)]
+        except (errors.InvalidArgumentError, ValueError) as exc:
+            raise _not_found(self.prefix, "inconsistent saved %s in %r: %s" % (
+                type(spec).__name__, name, str(exc)[:200])) from None
+
+    def _arrays(self, name, n):
         ranks = self.ints(name + "/ranks", n)
         dims = self.ints(name + "/dims")
         if np.any(ranks < 0) or int(ranks.sum()) != len(dims) or np.any(dims < 0):
@@ -290,7 +346,7 @@ class StateReader:
         for shape, size in zip(shapes, sizes):
             value = flat[at:at + size].reshape(shape).copy()
             value.flags.writeable = False
-            out.append(structure.wrap_array(value))
+            out.append(value)
             at += size
         return out
 

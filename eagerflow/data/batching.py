@@ -369,7 +369,8 @@ class _UnbatchIterator(UnaryIterator):
     def _restore(self, reader):
         if reader.int("open"):
             (self._element,) = reader.elements("element", self._dataset._inputs[0].element_spec)
-            self._rows, self._at = self._split(self._element), reader.int("at")
+            self._rows = self._split(self._element)
+            self._at = reader.count("at", len(self._rows[0]))
 
 
 def _read_only(tensor):

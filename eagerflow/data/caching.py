@@ -210,7 +210,7 @@ class _FileCacheIterator(StatefulIterator):
         dataset = self._dataset
         self.close()
         if reader.int("reading"):
-            count = reader.int("read")
+            count = reader.count("read")
             self._reading, self._input, self._read = True, None, 0
             self._elements = _read(dataset._path, dataset.element_spec)
             for _ in range(count):

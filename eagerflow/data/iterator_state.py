@@ -235,6 +235,15 @@ class StateReader:
             raise _not_found(self.prefix, "%r is not an int64 scalar" % name)
         return int(value)
 
+    def count(self, name, limit=None):
+        """A saved count: an int in ``[0, limit]`` (a hostile state cannot make a finite
+        pass endless or index past its data)."""
+        value = self.int(name)
+        if value < 0 or (limit is not None and value > limit):
+            raise _not_found(self.prefix, "saved %s %d is outside [0, %s]" % (
+                name, value, "inf" if limit is None else limit))
+        return value
+
     def ints(self, name, length=None):
         value = self._get(name)
         if value.ndim != 1 or value.dtype != np.int64 or (

@@ -99,16 +99,10 @@ class _Blocks(StatefulIterator):
             self._input.close()
 
     def _save_input(self, writer):
-        writer.int("input_done", self._input is None)
-        if self._input is not None:
-            writer.save_input("", self._input, _stream_name(self._input))
+        writer.save_input("", self._input, _stream_name(self._input))
 
     def _restore_input(self, reader):
-        if reader.int("input_done"):
-            self._input.close()
-            self._input = None
-        else:
-            reader.restore_input("", self._input, _stream_name(self._input))
+        reader.restore_input("", self._input, _stream_name(self._input))
 
 
 def _stream_name(stream):
@@ -163,7 +157,7 @@ class _TakeBlocks(_Blocks):
         self._save_input(writer)
 
     def restore(self, reader):
-        self._remaining = reader.int("remaining")
+        self._remaining = reader.count("remaining", self._remaining)
         self._restore_input(reader)
 
 
@@ -198,7 +192,7 @@ class _SkipBlocks(_Blocks):
         self._save_input(writer)
 
     def restore(self, reader):
-        self._remaining = reader.int("remaining")
+        self._remaining = reader.count("remaining", self._remaining)
         self._restore_input(reader)
 
 
@@ -234,7 +228,7 @@ class _ShardBlocks(_Blocks):
         self._save_input(writer)
 
     def restore(self, reader):
-        self._offset = reader.int("offset")
+        self._offset = reader.count("offset")
         self._restore_input(reader)
 
 
@@ -274,15 +268,18 @@ class _RepeatBlocks(_Blocks):
     def save(self, writer):
         writer.int("passes", self._passes)
         writer.int("empty", self._empty)
-        writer.int("count", -1 if self._count is None else self._count)
-        self._save_input(writer)
+        writer.int("ended", self._count is not None and self._count == self._passes and
+                   self._input is None)
+        writer.int("in_pass", self._input is not None)
+        if self._input is not None:
+            self._save_input(writer)
 
     def restore(self, reader):
-        self._passes = reader.int("passes")
+        self._passes = reader.count("passes", self._count)
         self._empty = bool(reader.int("empty"))
-        count = reader.int("count")
-        self._count = None if count < 0 else count
-        if reader.int("input_done"):
+        if reader.int("ended"):
+            self._count = self._passes
+        if not reader.int("in_pass"):
             self._input = None
         else:
             self._input = self._start_pass()

@@ -14,7 +14,7 @@ from eagerflow import errors
 from eagerflow.data import arguments, rows as rows_lib, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
-from eagerflow.data.iterator_state import StatefulIterator, UnaryIterator
+from eagerflow.data.iterator_state import StatefulIterator, UnaryIterator, _not_found
 from eagerflow.tensor_shape import TensorSpec
 
 __all__ = ["RepeatDataset", "TakeDataset", "SkipDataset", "ShardDataset", "EnumerateDataset"]
@@ -246,6 +246,9 @@ class _RepeatIterator(StatefulIterator):
 
     def restore(self, reader):
         passes, empty, done = reader.ints("passes_empty_done", 3).tolist()
+        count = self._dataset._count
+        if passes < 0 or 0 <= count < passes:
+            raise _not_found(reader.prefix, "saved passes %d of %d" % (passes, count))
         self._passes, self._empty, self._done = passes, bool(empty), bool(done)
         if self._input is not None:
             self._input.close()
@@ -275,7 +278,8 @@ class _TakeIterator(UnaryIterator):
         writer.int("taken", self._taken)
 
     def _restore(self, reader):
-        self._taken = reader.int("taken")
+        count = self._dataset._count
+        self._taken = reader.count("taken", count if count >= 0 else None)
 
 
 class _SkipIterator(UnaryIterator):
@@ -301,7 +305,7 @@ class _SkipIterator(UnaryIterator):
         writer.int("skipped", self._skipped)
 
     def _restore(self, reader):
-        self._skipped = reader.int("skipped")
+        self._skipped = reader.count("skipped", max(0, self._dataset._count))
 
 
 class _ShardIterator(UnaryIterator):
@@ -324,7 +328,7 @@ class _ShardIterator(UnaryIterator):
         writer.int("position", self._position)
 
     def _restore(self, reader):
-        self._position = reader.int("position")
+        self._position = reader.count("position")
 
 
 class _EnumerateIterator(UnaryIterator):
@@ -378,4 +382,4 @@ class _AssertCardinalityIterator(UnaryIterator):
         writer.int("count", self._count)
 
     def _restore(self, reader):
-        self._count = reader.int("count")
+        self._count = reader.count("count")

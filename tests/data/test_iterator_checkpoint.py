@@ -384,3 +384,69 @@ def test_state_holds_no_pickle():
     next(it)
     reader = iterator_state.from_bytes(it._save_state())
     assert all(v.dtype != object for v in reader.tensors.values())
+
+
+FUZZ_PIPELINES = ["shuffle_repeat_batch", "interleave", "prefetch_batch_shuffle", "unbatch",
+                  "text_lines_shuffled", "memory_cache_shuffle", "shuffle_ragged", "sample",
+                  "take_skip_shard", "parallel_map", "zip", "concatenate"]
+
+
+@pytest.mark.parametrize("name", FUZZ_PIPELINES)
+def test_hostile_states_raise_eagerflow_errors(tmp_path, name):
+    """States with valid checksums but hostile values (crafted, as a file could be) are
+    refused with eagerflow errors or restore harmlessly; nothing else escapes."""
+    make = PIPELINES[name]
+    it = iter(make(tmp_path))
+    for _ in range(3):
+        next(it)
+    reader = iterator_state.from_bytes(it._save_state())
+    keys = sorted(reader.tensors)
+    rng = np.random.default_rng(len(name))
+    extremes = [-1, 0, 1, 2 ** 31, 2 ** 62, -2 ** 62, 7]
+    for trial in range(60):
+        tensors = {k: np.array(v) for k, v in reader.tensors.items()}
+        key = keys[rng.integers(len(keys))]
+        value = tensors[key]
+        kind = trial % 4
+        if kind == 0 and value.size:
+            flat = value.reshape(-1).copy()
+            if flat.dtype.kind in "iu":
+                flat[rng.integers(flat.size)] = np.array(
+                    extremes[rng.integers(len(extremes))]).astype(flat.dtype)
+            tensors[key] = flat.reshape(value.shape)
+        elif kind == 1:
+            tensors[key] = value.astype(np.float32) if value.dtype != np.float32 else \
+                value.astype(np.int64)
+        elif kind == 2:
+            del tensors[key]
+        else:
+            tensors[key] = np.concatenate([value.reshape(-1), value.reshape(-1)])
+        writer = iterator_state.StateWriter(tensors=tensors, ops=dict(reader.ops))
+        state = iterator_state.to_bytes(writer)
+        target = iter(make(tmp_path))
+        try:
+            target._restore_state(state)
+            for _ in range(50):
+                next(target)
+        except (StopIteration, ef.errors.OpError, ValueError):
+            pass  # eagerflow errors (InvalidArgumentError is also a ValueError)
+        finally:
+            target.close()
+
+
+@pytest.mark.parametrize("make", [lambda: D.range(5).repeat(2),
+                                  lambda: D.range(5).map(lambda x: x).repeat(2)])
+def test_a_hostile_state_cannot_make_a_finite_pass_endless(make):
+    it = iter(make())
+    next(it)
+    reader = iterator_state.from_bytes(it._save_state())
+    tensors = dict(reader.tensors)
+    for key, value in tensors.items():
+        if "passes" in key:
+            flat = np.array(value).reshape(-1)
+            flat[0] = -2 ** 62
+            tensors[key] = flat.reshape(value.shape)
+    state = iterator_state.to_bytes(iterator_state.StateWriter(tensors=tensors,
+                                                                ops=dict(reader.ops)))
+    with pytest.raises(ef.errors.NotFoundError, match="passes"):
+        iter(make())._restore_state(state)

@@ -169,6 +169,11 @@ class StateWriter:
         if all(type(leaf) is Tensor for leaf in column):
             self._arrays(name, [np.asarray(structure.host_value(leaf)) for leaf in column])
             return
+        if all(hasattr(leaf, "_items") and hasattr(leaf, "_elements") for leaf in column):
+            # The small in-memory datasets of ``window``: each saved as its elements.
+            for i, leaf in enumerate(column):
+                self.elements("%s/%d" % (name, i), list(leaf._items), op)
+            return
         helper = _composite_helper(column[0])
         if helper is None or not all(_composite_helper(leaf) is helper for leaf in column):
             raise errors.UnimplementedError(
@@ -310,6 +315,11 @@ class StateReader:
     def _column(self, name, n, spec):
         from eagerflow.data import ragged_elements, sparse_elements
 
+        if isinstance(spec, structure.DatasetSpec):
+            from eagerflow.data.windowing import ElementsDataset
+
+            return [ElementsDataset(self.elements("%s/%d" % (name, i), spec.element_spec),
+                                    spec.element_spec) for i in range(n)]
         if sparse_elements.is_sparse_spec(spec):
             helper, count = sparse_elements, 3
         elif ragged_elements.is_ragged_spec(spec) and spec.ragged_rank:

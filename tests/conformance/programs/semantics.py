@@ -479,3 +479,66 @@ def p_checkpoint_iterator_exhausted_and_errors(tf):
                 lambda: tf.train.Checkpoint(iterator=git).save(os.path.join(d, "g"))),
             "other_pipeline": _raised(
                 lambda: tf.train.Checkpoint(iterator=other).restore(path))}
+
+
+def p_checkpoint_iterator_tutorial_pipeline_with_cache(tf):
+    # The input pipeline of TF's tutorials: cache, shuffle, batch, prefetch (AUTOTUNE),
+    # saved in the second epoch (the cache is being read) and restored in a new pipeline.
+    d = tempfile.mkdtemp()
+    x = np.arange(24, dtype=np.float32).reshape(12, 2)
+    y = np.arange(12, dtype=np.int64)
+
+    def make():
+        return (tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2.0, b))
+                .cache().shuffle(5, seed=11).repeat(2).batch(4)
+                .prefetch(tf.data.AUTOTUNE))
+
+    it = iter(make())
+    head = [next(it) for _ in range(4)]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "c"))
+    rest = [(a.numpy().tolist(), b.numpy().tolist()) for a, b in it]
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    rest2 = [(a.numpy().tolist(), b.numpy().tolist()) for a, b in it2]
+    labels = sorted(v for _, b in head for v in b.numpy().tolist()) + sorted(
+        v for _, b in rest2 for v in b)
+    return {"continues_exactly": rest2 == rest, "batches_left": len(rest2),
+            "labels_seen": sorted(labels),
+            "features_match_labels": all(a[0] == [4.0 * v, 4.0 * v + 2.0]
+                                         for a_list, b_list in rest2
+                                         for a, v in [(a_list, b_list[0])])}
+
+
+def p_checkpoint_iterator_window_padded_unbatch(tf):
+    d = tempfile.mkdtemp()
+
+    def make():
+        windows = tf.data.Dataset.range(10).window(3, shift=2).flat_map(lambda w: w.batch(3))
+        return windows.padded_batch(2, padded_shapes=[4], padding_values=np.int64(-1)).unbatch()
+
+    it = iter(make())
+    head = [next(it).numpy().tolist() for _ in range(3)]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "w"))
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"head": head, "restored": _values(it2)}
+
+
+def p_checkpoint_iterator_stateful_map_policy(tf):
+    d = tempfile.mkdtemp()
+    ds = tf.data.Dataset.range(6).map(
+        lambda x: x + tf.cast(tf.random.uniform([], 0, 2, tf.int32), tf.int64) * 0)
+    it = iter(ds)
+    next(it)
+    refused = _raised(lambda: tf.train.Checkpoint(iterator=it).save(os.path.join(d, "r")))
+    options = tf.data.Options()
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    ds = ds.with_options(options)
+    it = iter(ds)
+    next(it)
+    next(it)
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "i"))
+    it2 = iter(ds)
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"default_policy": refused, "ignored": _values(it2)}

@@ -25,6 +25,8 @@ __all__ = ["Rows", "block_length", "take_blocks", "skip_blocks", "shard_blocks",
            "repeat_blocks", "chunked", "iterate_elements", "iterate_batches"]
 
 
+_wrap = structure.wrap_array
+
 # Element-by-element passes gather this many positions at a time.
 _ELEMENT_CHUNK = 4096
 
@@ -359,8 +361,7 @@ class _RowElements(StatefulIterator):
             self._advance()
             i = 0
         self._at = i + 1
-        wrap = structure.wrap_array
-        return self._pack([wrap(a[i, ...]) for a in self._arrays])
+        return self._pack([_wrap(a[i, ...]) for a in self._arrays])
 
     def close(self):
         self._stream.close()

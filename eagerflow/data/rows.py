@@ -249,6 +249,9 @@ class _RepeatBlocks(_Blocks):
         self._passes = 0  # passes started
         self._empty = True
         self._input = None
+        if count != 0:  # the first pass starts with the iterator, as in TF
+            self._input = start_pass()
+            self._passes = 1
 
     def __next__(self):
         while True:

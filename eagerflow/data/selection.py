@@ -211,6 +211,9 @@ class _RepeatIterator(StatefulIterator):
         self._passes = 0  # passes started
         self._empty = True  # the current pass has produced nothing yet
         self._done = False
+        if dataset._count != 0:  # the first pass starts with the iterator, as in TF
+            self._input = dataset._input._elements()
+            self._passes = 1
 
     def __next__(self):
         if self._done:

@@ -11,7 +11,8 @@ when the dataset is created, as for every random op, so a global
 ``eagerflow.random.set_seed`` makes the order the same in every fresh program. Without any
 seed the pair comes from OS entropy.
 Each pass (each ``iter``, each ``repeat`` epoch) draws from ``numpy``'s Philox-backed
-``default_rng([seed, seed2, epoch])``; ``reshuffle_each_iteration=False`` pins the epoch at 0
+``default_rng([seed, seed2, epoch])``, taking the next epoch when its iterator is made (as
+TF reads its seed generator at iterator creation); ``reshuffle_each_iteration=False`` pins the epoch at 0
 so every pass has the first pass's order. The numbers are eagerflow's own: orders are not
 TF's for the same seed.
 
@@ -248,9 +249,12 @@ class _ShuffleIterator(StatefulIterator):
     def __init__(self, dataset, input_iterator):
         self._dataset = dataset
         self._input = input_iterator
-        # The generator is drawn at the first element (a restore replaces it).
-        self._shuffle = None
         self._pending, self._at = [], 0
+        # The order is drawn when the iterator is made, as TF's seed generator is read at
+        # iterator creation: ``it1, it2 = iter(ds), iter(ds)`` get epochs 0 and 1 whichever
+        # is read first (a restore replaces it).
+        self._shuffle = None
+        self._start()
 
     def _start(self):
         self._shuffle = BufferShuffle(self._source(), self._dataset._buffer_size,
@@ -310,8 +314,8 @@ class _ShuffleBlocks(_ShuffleIterator):
     __slots__ = ("_size",)
 
     def __init__(self, dataset, positions, size):
-        super().__init__(dataset, positions)
         self._size = size
+        super().__init__(dataset, positions)
 
     def _chunk(self):
         return _INDEX_CHUNK

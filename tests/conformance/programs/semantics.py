@@ -542,3 +542,18 @@ def p_checkpoint_iterator_stateful_map_policy(tf):
     it2 = iter(ds)
     tf.train.Checkpoint(iterator=it2).restore(path)
     return {"default_policy": refused, "ignored": _values(it2)}
+
+
+def p_checkpoint_iterator_shuffle_order_drawn_at_iter(tf):
+    # Each iter() takes the next shuffle order when it is made, not when first read.
+    def make():
+        return tf.data.Dataset.range(8).shuffle(8, seed=1)
+
+    ds = make()
+    passes = [_values(ds), _values(ds)]
+    ds = make()
+    it1, it2 = iter(ds), iter(ds)
+    second = _values(it2)
+    first = _values(it1)
+    return {"first_is_pass_0": first == passes[0], "second_is_pass_1": second == passes[1],
+            "passes_differ": passes[0] != passes[1]}

@@ -13,8 +13,8 @@ seed the pair comes from OS entropy.
 Each pass (each ``iter``, each ``repeat`` epoch) draws from ``numpy``'s Philox-backed
 ``default_rng([seed, seed2, epoch])``, taking the next epoch when its iterator is made (as
 TF reads its seed generator at iterator creation); ``reshuffle_each_iteration=False`` pins
-the epoch at 0 so every pass has the first pass's order. The numbers are eagerflow's own: orders are not
-TF's for the same seed.
+the epoch at 0 so every pass has the first pass's order. The numbers are eagerflow's own:
+orders are not TF's for the same seed.
 
 The element path and the index-block path of in-memory sources run the same function on the
 same number of items with the same generator, so they produce the same order.

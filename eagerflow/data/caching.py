@@ -15,12 +15,12 @@ import hashlib
 import os
 import re
 import threading
+
 import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import ragged_elements, sparse_elements, structure
-from eagerflow.data import iterator_state
+from eagerflow.data import iterator_state, ragged_elements, sparse_elements, structure
 from eagerflow.data.dataset import Dataset
 from eagerflow.data.iterator_state import StatefulIterator
 

@@ -4,6 +4,7 @@ interleave and scan."""
 from __future__ import annotations
 
 import collections
+
 from eagerflow.data import arguments, functions, iterator_state, prefetching, structure
 from eagerflow.data.dataset import Dataset
 

@@ -459,15 +459,13 @@ class _RowBatches(StatefulIterator):
         writer.int("pending", self._block is not None)
         if self._block is not None:
             writer.block("block", self._block)
-        writer.save_input("", self._stream, getattr(self._stream, "_op",
-                                                    type(self._stream).__name__))
+        writer.save_input("", self._stream, _stream_name(self._stream))
 
     def restore(self, reader):
         self._done = bool(reader.int("done"))
         self._block = reader.block("block") if reader.int("pending") else None
         _check_block(self._block, self._rows.size, reader)
-        reader.restore_input("", self._stream, getattr(self._stream, "_op",
-                                                       type(self._stream).__name__))
+        reader.restore_input("", self._stream, _stream_name(self._stream))
 
 
 def iterate_batches(rows, batch_size, drop_remainder):

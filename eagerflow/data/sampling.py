@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.data import structure
-from eagerflow.data import iterator_state
+from eagerflow.data import iterator_state, structure
 from eagerflow.data.dataset import Dataset
 from eagerflow.data.iterator_state import StatefulIterator
 

@@ -8,9 +8,9 @@ from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.data import arguments, ragged_elements, rows as rows_lib, sparse_elements
 from eagerflow.data import iterator_state, structure
-from eagerflow.data.iterator_state import StatefulIterator
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.data.iterator_state import StatefulIterator
 from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
 from eagerflow.ragged import constant as ragged_constant
 from eagerflow.sparse.sparse_tensor import SparseTensorSpec

@@ -7,7 +7,8 @@ elements an interleave has opened) under its own prefix, and restoring a freshly
 iterator of the same pipeline hands each iterator its part back. Nothing is replayed
 through user code, except that ``interleave`` and ``flat_map`` call their function again on
 the saved input elements to rebuild the datasets they had open (TF does the same), and file
-sources reopen their file and skip the records already read.
+sources and file caches reopen their files and read past the records already returned
+(regular files: this cannot block).
 
 Prefixes name the iterators by their ops from the root, ``Iterator::Batch::Shuffle::Range``
 (TF names them the same way), so restoring into a pipeline of another shape fails with a
@@ -16,7 +17,10 @@ Prefixes name the iterators by their ops from the root, ``Iterator::Batch::Shuff
 The state is a flat dict of numpy arrays, stored as one checksummed
 :mod:`eagerflow.io.bundle` (plain numeric dtypes only, no pickle); the op of every prefix is
 in its JSON metadata. Buffered elements are stored component by component: the values
-concatenated, the shapes beside them, strings as their bytes and lengths.
+concatenated, the shapes beside them, strings as their bytes and lengths, RaggedTensors and
+SparseTensors as their component arrays, a ``window``'s datasets as their elements. A
+state read back is untrusted input: every count, shape and length is checked against what
+is present, and restored counts against their limits.
 
 Example:
     >>> from eagerflow.data import Dataset
@@ -40,8 +44,8 @@ from eagerflow.data import structure
 from eagerflow.io import bundle
 from eagerflow.tensor import Tensor
 
-__all__ = ["StatefulIterator", "StateWriter", "StateReader", "op_name", "to_bytes",
-           "from_bytes", "check_external_state", "KIND"]
+__all__ = ["StatefulIterator", "UnaryIterator", "StateWriter", "StateReader", "op_name",
+           "to_bytes", "from_bytes", "check_external_state", "KIND"]
 
 KIND = "eagerflow.data.iterator"
 ROOT = "Iterator"

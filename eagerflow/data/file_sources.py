@@ -89,11 +89,13 @@ class TextLineDataset(Dataset):
         self._spec = TensorSpec([], d.string)
 
     def _elements(self):
-        return _FileIterator(self._files, self._lines, _line_element)
+        return _FileIterator(self._files, self._lines, _line_element, seekable=True)
 
-    def _lines(self, path):
+    def _lines(self, path, offset=0):
         f = _open_text(path, self._compression, "TextLineDataset")
         try:
+            if offset:
+                f.seek(offset)  # a restored position (GZIP reads up to it)
             yield from f
         finally:
             f.close()
@@ -191,31 +193,41 @@ _END = object()
 
 
 class _FileIterator(StatefulIterator):
-    """The records of several files in order; saves the file and the records read in it.
+    """The records of several files in order; saves the file and the position in it.
 
-    Restoring reopens that file and reads past the records already returned (the files
-    are regular files, so this cannot block); TF seeks to a saved byte offset instead.
-    A record that ``make`` turns into None is skipped (a CSV header or blank line).
+    With ``seekable`` (text lines: ``open_records(path, offset)`` starts at a byte offset)
+    the position is the byte offset of the next record, as TF saves it; otherwise it is
+    the number of records read, and restoring reopens the file and reads past them (the
+    files are regular files, so this cannot block). A record that ``make`` turns into None
+    is skipped (a CSV header or blank line).
     """
 
-    __slots__ = ("_files", "_open", "_make", "_file", "_records", "_read")
+    __slots__ = ("_files", "_open", "_make", "_seekable", "_file", "_records", "_read")
     _op = "Files"
 
-    def __init__(self, files, open_records, make):
+    def __init__(self, files, open_records, make, seekable=False):
         self._files, self._open, self._make = files, open_records, make
+        self._seekable = seekable
         self._file = 0  # index of the file being read
         self._records = None  # its record iterator, opened on demand
-        self._read = 0  # records read from it
+        self._read = 0  # bytes (seekable) or records read from it
+
+    def _reopen(self):
+        path = self._files[self._file]
+        if self._seekable:
+            self._records = self._open(path, self._read)
+            return
+        self._records = self._open(path)
+        for _ in range(self._read):  # a restored position: read past these
+            if next(self._records, _END) is _END:
+                break
 
     def __next__(self):
         while self._file < len(self._files):
             if self._records is None:
-                self._records = self._open(self._files[self._file])
-                for _ in range(self._read):  # a restored position: read past these
-                    if next(self._records, _END) is _END:
-                        break
+                self._reopen()
             for record in self._records:
-                self._read += 1
+                self._read += len(record) if self._seekable else 1
                 element = self._make(record)
                 if element is not None:
                     return element

@@ -6,9 +6,9 @@ iterator of a pipeline (one per transformation) writes the state it needs to con
 elements an interleave has opened) under its own prefix, and restoring a freshly built
 iterator of the same pipeline hands each iterator its part back. Nothing is replayed
 through user code, except that ``interleave`` and ``flat_map`` call their function again on
-the saved input elements to rebuild the datasets they had open (TF does the same), and file
-sources and file caches reopen their files and read past the records already returned
-(regular files: this cannot block).
+the saved input elements to rebuild the datasets they had open (TF does the same), and
+TFRecord and CSV files and file caches are reopened and read past the records already
+returned (regular files: this cannot block); text files seek to the saved byte offset.
 
 Prefixes name the iterators by their ops from the root, ``Iterator::Batch::Shuffle::Range``
 (TF names them the same way), so restoring into a pipeline of another shape fails with a

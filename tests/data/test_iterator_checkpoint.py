@@ -461,3 +461,25 @@ def test_a_hostile_state_cannot_make_a_finite_pass_endless(make):
                                                                 ops=dict(reader.ops)))
     with pytest.raises(ef.errors.NotFoundError, match="passes"):
         iter(make())._restore_state(state)
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP", "ZLIB"])
+def test_text_lines_restore_at_a_byte_offset(tmp_path, compression):
+    import gzip
+    import zlib
+
+    data = b"".join(b"line %d\r\n" % i if i % 3 == 0 else b"line %d\n" % i for i in range(50))
+    path = tmp_path / "t.txt"
+    path.write_bytes({None: data, "GZIP": gzip.compress(data),
+                      "ZLIB": zlib.compress(data)}[compression])
+
+    def make():
+        return ef.data.TextLineDataset(str(path), compression_type=compression)
+
+    it = iter(make())
+    for _ in range(17):
+        next(it)
+    state = it._save_state()
+    fresh = iter(make())
+    fresh._restore_state(state)
+    assert [x.numpy() for x in fresh] == [b"line %d" % i for i in range(17, 50)]

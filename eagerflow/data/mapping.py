@@ -453,7 +453,7 @@ class _ScanIterator(iterator_state.UnaryIterator):
 
     def _save(self, writer):
         dataset = self._dataset
-        _check_function(writer, dataset, lambda e: dataset._step(dataset._initial, e)[1], "scan")
+        _check_function(writer, dataset, lambda e: dataset._step(dataset._initial, e), "scan")
         writer.elements("state", [self._state], "scan")
 
     def _restore(self, reader):

@@ -483,3 +483,11 @@ def test_text_lines_restore_at_a_byte_offset(tmp_path, compression):
     fresh = iter(make())
     fresh._restore_state(state)
     assert [x.numpy() for x in fresh] == [b"line %d" % i for i in range(17, 50)]
+
+
+def test_a_stateful_scan_state_update_is_refused():
+    v = ef.Variable(2, dtype=ef.int64)
+    it = iter(D.range(5).scan(ef.constant(0, ef.int64), lambda s, x: (s + x * v, x)))
+    next(it)
+    with pytest.raises(ef.errors.FailedPreconditionError, match="Dataset.scan: ReadVariableOp"):
+        it._save_state()

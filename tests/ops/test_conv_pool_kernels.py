@@ -352,3 +352,121 @@ def test_relu_max_pool_gradient_is_remapped_and_equals_eager():
     np.testing.assert_array_equal(fused.numpy(), pair.numpy())
     np.testing.assert_allclose(tape.gradient(fused, g).numpy(), tape2.gradient(pair, g).numpy(),
                                rtol=1e-12, atol=1e-12)
+
+
+# MaxPool(Relu(c + b)) -> Relu(MaxPool(c) + b) --------------------------------------------
+
+def _bias_relu_pool_loss(fmt, nd, ksize, stride, padding):
+    """loss(x, w, b) of conv -> bias -> relu -> max pool, weighted by a fixed h."""
+    conv = {1: ef.nn.conv1d, 2: ef.nn.conv2d}[nd]
+
+    def loss(x, w, b, h):
+        c = conv(x, w, 1, "SAME", data_format=fmt)
+        y = ef.nn.relu(ef.nn.bias_add(c, b, data_format=fmt))
+        p = ef.nn.max_pool(y, ksize, stride, padding, data_format=fmt)
+        return ef.reduce_sum(p * h), p
+    return loss
+
+
+# (x shape, channels-last filter shape, data format, ksize, stride, padding)
+BIAS_POOL_CASES = [
+    ((3, 8, 8, 2), (3, 3, 2, 4), "NHWC", 2, 2, "VALID"),      # tiles
+    ((2, 7, 9, 2), (3, 3, 2, 3), "NHWC", 2, 2, "VALID"),      # VALID drops an edge
+    ((2, 7, 7, 2), (3, 3, 2, 3), "NHWC", 3, 2, "SAME"),       # overlapping, padded
+    ((2, 9, 9, 2), (3, 3, 2, 3), "NHWC", 2, 3, "VALID"),      # stride larger than window
+    ((1, 2, 6, 6), (3, 3, 2, 3), "NCHW", 2, 2, "SAME"),       # channels first, batch 1
+    ((2, 10, 3), (3, 3, 4), "NWC", 3, 2, "VALID"),            # 1-D
+    ((0, 6, 6, 2), (3, 3, 2, 3), "NHWC", 2, 2, "VALID"),      # empty batch
+]
+
+
+def _bias_pool_args(xs, ws, fmt, ksize, stride, padding, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    nd = len(xs) - 2
+    loss = _bias_relu_pool_loss(fmt, nd, ksize, stride, padding)
+    x = rng.uniform(-1, 1, xs).astype(dtype.np_dtype)
+    w = rng.uniform(-1, 1, ws).astype(dtype.np_dtype)
+    b = rng.uniform(-0.5, 0.5, ws[-1]).astype(dtype.np_dtype)
+    p_shape = loss(ef.constant(x), ef.constant(w), ef.constant(b), 1.0)[1].shape
+    h = rng.uniform(-1, 1, tuple(p_shape)).astype(dtype.np_dtype)
+    return loss, [ef.constant(v) for v in (x, w, b, h)]
+
+
+def _grads_of(loss):
+    def grads(x, w, b, h):
+        with ef.GradientTape() as tape:
+            tape.watch([x, w, b])
+            out, p = loss(x, w, b, h)
+        return (out, p) + tuple(tape.gradient(out, [x, w, b]))
+    return grads
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("xs,ws,fmt,ksize,stride,padding", BIAS_POOL_CASES)
+def test_pool_before_bias_relu_rewrite_equals_eager(xs, ws, fmt, ksize, stride, padding,
+                                                    dtype):
+    # The optimized graph pools the convolution before the bias and the relu; the pooled
+    # values keep eager's bits, the gradients agree within the dtype's tolerance.
+    from eagerflow.function import passes
+
+    loss, args = _bias_pool_args(xs, ws, fmt, ksize, stride, padding, dtype)
+    grads = _grads_of(loss)
+    traced = ef.function(grads)
+    graph = passes.optimize(traced.get_concrete_function(*args).graph)
+    pools = [n for n in graph.nodes if n.op in ("MaxPool", "MaxPoolGrad")]
+    assert [n.inputs[0][0].op for n in pools] == ["Conv", "Conv"]
+    # Only the convolution and the pooling gradient are left at the convolution's size.
+    full = pools[1].avals[0].shape
+    assert {n.op for n in graph.nodes if n.avals and n.avals[0].shape == full} == \
+        {"Conv", "MaxPoolGrad"}
+    forward = ef.function(lambda *a: loss(*a)[1])
+    graph = passes.optimize(forward.get_concrete_function(*args).graph)
+    assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"
+    np.testing.assert_array_equal(forward(*args).numpy(), loss(*args)[1].numpy())
+    got, expected = traced(*args), grads(*args)
+    np.testing.assert_array_equal(got[1].numpy().view(np.uint8),
+                                  expected[1].numpy().view(np.uint8))
+    for a, e in zip(got[2:], expected[2:]):
+        close(a, e.numpy(), dtype)
+
+
+def test_pool_before_bias_relu_gradient_is_the_finite_difference():
+    # float64 gradient of the rewritten graph against central differences along a random
+    # direction of (x, w, b).
+    loss, (x, w, b, h) = _bias_pool_args((2, 7, 7, 2), (3, 3, 2, 3), "NHWC", 3, 2, "SAME",
+                                         dtypes.float64, seed=3)
+    traced = ef.function(_grads_of(loss))
+    f = ef.function(lambda x, w, b: loss(x, w, b, h)[0])
+    _, _, dx, dw, db = traced(x, w, b, h)
+    rng = np.random.default_rng(4)
+    vs = [rng.standard_normal(t.shape) for t in (x, w, b)]
+    eps = 1e-6
+    plus = f(*[ef.constant(t.numpy() + eps * v) for t, v in zip((x, w, b), vs)]).numpy()
+    minus = f(*[ef.constant(t.numpy() - eps * v) for t, v in zip((x, w, b), vs)]).numpy()
+    directional = sum(float(np.sum(g.numpy() * v)) for g, v in zip((dx, dw, db), vs))
+    np.testing.assert_allclose((plus - minus) / (2 * eps), directional, rtol=1e-6)
+
+
+def test_pool_before_bias_relu_rewrite_needs_its_conditions():
+    # Not rewritten: a bias that varies over the window, a relu output read elsewhere.
+    from eagerflow.function import passes
+
+    x = ef.constant(uniform((2, 6, 6, 3), dtypes.float32))
+    w = ef.constant(uniform((3, 3, 3, 4), dtypes.float32))
+    per_column = ef.constant(uniform((6, 4), dtypes.float32))
+
+    def spatial_bias(x):
+        c = ef.nn.conv2d(x, w, 1, "SAME")
+        return ef.nn.max_pool2d(ef.nn.relu(c + per_column), 2, 2, "VALID")
+
+    def relu_read_twice(x):
+        y = ef.nn.relu(ef.nn.conv2d(x, w, 1, "SAME") + per_column[0])
+        return ef.nn.max_pool2d(y, 2, 2, "VALID"), ef.reduce_sum(y)
+
+    for fn in (spatial_bias, relu_read_twice):
+        traced = ef.function(fn)
+        graph = passes.optimize(traced.get_concrete_function(x).graph)
+        pool = next(n for n in graph.nodes if n.op == "MaxPool")
+        assert pool.inputs[0][0].op != "Conv"
+        for a, e in zip(ef.nest.flatten(traced(x)), ef.nest.flatten(fn(x))):
+            np.testing.assert_array_equal(a.numpy(), e.numpy())

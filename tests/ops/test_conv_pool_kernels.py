@@ -97,35 +97,38 @@ def test_conv_kernels_match_references(xs, ws, a, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("xs,ws,a", [
-    ((5, 28, 28, 1), (3, 3, 1, 8), attrs(2, padding="VALID")),          # 9 columns
-    ((5, 20, 21, 3), (3, 3, 3, 4), attrs(2, padding="SAME")),           # 27 columns
-    ((10, 3, 30, 30), (3, 3, 3, 2), attrs(2, strides=2, fmt="NCHW")),   # strided, first
-    ((4, 600, 2), (5, 2, 3), attrs(1, dilations=2)),                    # 1-D, dilation
+    ((7, 28, 28, 1), (3, 3, 1, 8), attrs(2, padding="VALID")),          # one channel
+    ((10, 20, 21, 3), (3, 3, 3, 4), attrs(2, padding="SAME")),          # 3 channels
+    ((40, 13, 13, 8), (3, 3, 8, 6), attrs(2, padding="VALID")),         # per-tap GEMMs
+    ((20, 3, 30, 30), (3, 3, 3, 2), attrs(2, strides=2, fmt="NCHW")),   # strided, first
+    ((8, 600, 2), (5, 2, 3), attrs(1, dilations=2)),                    # 1-D, dilation
+    ((1, 70, 70, 1), (3, 3, 1, 2), attrs(2)),                           # one example
 ])
-def test_filter_gradient_in_row_blocks(xs, ws, a, dtype):
-    # Narrow column matrices reduce in fixed blocks of rows: equal to the reference, and
-    # the same bits on one thread and on several, run to run.
+def test_convolutions_in_row_blocks(xs, ws, a, dtype):
+    # The GEMMs run over fixed blocks of rows on the CPU threads: equal to the references,
+    # and the same bits on one thread and on several, run to run.
     from eagerflow.backend import cpu_threads
 
     g = conv_geometry(xs, ws, depthwise=False, **a)
-    assert g.n * int(np.prod(g.out_sp)) >= 2 * K.REDUCE_BLOCK_ROWS
-    assert int(np.prod(ws[:-1])) < K.NARROW_COLUMNS
-    x, dy = uniform(xs, dtype), uniform(_dy_shape(xs, ws, a), dtype)
-    at = dict(a, filter_shape=ws)
-    args = (ef.constant(x), ef.constant(dy))
-    outs = []
-    try:
-        for n in (1, 2, 2, 1):
-            cpu_threads.set_threads(n)
-            outs.append(execute(K.CONV_BACKPROP_FILTER, args, at).numpy())
-    finally:
-        cpu_threads.set_threads(0)
+    assert g.n * int(np.prod(g.out_sp)) >= 2 * K.ROW_BLOCK
+    x, w = uniform(xs, dtype), uniform(ws, dtype)
+    dy = uniform(_dy_shape(xs, ws, a), dtype)
     # Sums of a few thousand products: the float32 tolerance scaled to their length.
     rtol, atol = {"float32": (1e-4, 1e-4)}.get(dtype.name, TOL[dtype.name])
-    np.testing.assert_allclose(outs[0].astype(np.float64), K.CONV_BACKPROP_FILTER.reference(
-        x, dy, **at).astype(np.float64), rtol=rtol, atol=atol * 10)
-    for out in outs[1:]:
-        np.testing.assert_array_equal(out.view(np.uint8), outs[0].view(np.uint8))
+    for prim, args, at in [(K.CONV, (x, w), a),
+                           (K.CONV_BACKPROP_INPUT, (dy, w), dict(a, input_shape=xs)),
+                           (K.CONV_BACKPROP_FILTER, (x, dy), dict(a, filter_shape=ws))]:
+        outs = []
+        try:
+            for n in (1, 2, 2, 1):
+                cpu_threads.set_threads(n)
+                outs.append(execute(prim, tuple(ef.constant(v) for v in args), at).numpy())
+        finally:
+            cpu_threads.set_threads(0)
+        np.testing.assert_allclose(outs[0].astype(np.float64), prim.reference(
+            *args, **at).astype(np.float64), rtol=rtol, atol=atol * 10)
+        for out in outs[1:]:
+            np.testing.assert_array_equal(out.view(np.uint8), outs[0].view(np.uint8))
 
 
 @pytest.mark.parametrize("xs,ws,a", [c for c in CONV_CASES[:8] if c[0][0]])

@@ -52,7 +52,7 @@ def _compute_dtype(xp, a):
 
 def _columns(xp, win, ct):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
-    ``ct`` (im2col): on numpy, blocks of the batch on every core.
+    ``ct`` (im2col), on the calling thread (the GEMM blocks below each copy their own).
 
     With one input channel the copy goes tap by tap: numpy copies the whole window view
     with an inner loop over the channel axis, one element long (one thread, CPU time,
@@ -65,20 +65,43 @@ def _columns(xp, win, ct):
     cols = np.empty(win.shape, dtype=ct)
     nd = (win.ndim - 2) // 2
     if win.shape[-1] == 1 and nd:
-        spatial = (slice(None),) * nd
-        taps = [spatial + tap for tap in itertools.product(*[range(k) for k in
-                                                              win.shape[1 + nd:1 + 2 * nd]])]
-
-        def block(lo, hi):
-            dst, src = cols[lo:hi], win[lo:hi]
-            for tap in taps:
-                dst[(slice(None),) + tap] = src[(slice(None),) + tap]
+        for tap in itertools.product(*[range(k) for k in win.shape[1 + nd:1 + 2 * nd]]):
+            index = (slice(None),) * (1 + nd) + tap
+            cols[index] = win[index]
     else:
-        def block(lo, hi):
-            cols[lo:hi] = win[lo:hi]
-
-    cpu_threads.run_blocks(block, win.shape[0], cols.size)
+        cols[...] = win
     return cols
+
+
+# The GEMMs of the convolutions run over blocks of about ROW_BLOCK rows (whole examples
+# for the column matrices), each block on one CPU thread with one BLAS thread.
+ROW_BLOCK = 2048
+
+
+def _example_blocks(n, rows_per_example):
+    """Fixed ``(lo, hi)`` ranges of examples, about ROW_BLOCK rows each: they depend on
+    the shape alone, so results never depend on the number of threads."""
+    per = max(1, ROW_BLOCK // max(rows_per_example, 1))
+    return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
+
+
+def _on_threads(fn, ranges, elements):
+    """Calls ``fn(lo, hi)`` for every range, the ranges shared by the CPU threads.
+
+    numpy's OpenBLAS splits one GEMM over the cores statically: when another process
+    holds a core, each call waits for the slowest share (the CNN step took 108 ms median
+    on 2 BLAS threads against 56 ms on one, on the shared 2-core machine). Blocks taken
+    by whichever thread is running, with one BLAS thread each, lose nothing to a busy
+    core; on an idle one the two halves run side by side as BLAS's own split does.
+    """
+    def run(i0, i1):
+        for lo, hi in ranges[i0:i1]:
+            fn(lo, hi)
+
+    workers = cpu_threads.threads()
+    with blas_threads.share(workers) if workers > 1 and len(ranges) > 1 else \
+            contextlib.nullcontext():
+        cpu_threads.run_blocks(run, len(ranges), elements)
 
 
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
@@ -95,13 +118,29 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
-        cols = _columns(xp, win, ct).reshape(m, kp * cg)
-        wm = w.reshape(kp * cg, o).astype(ct, copy=False)
+        kc, p = kp * cg, _prod(g.out_sp)
+        wm = w.reshape(kc, o).astype(ct, copy=False)
+        if not cpu_threads.is_numpy(xp):
+            cols = _columns(xp, win, ct).reshape(n, p, kc)
+            out = xp.matmul(wm.T, cols.transpose(0, 2, 1)) if channels_first else \
+                xp.matmul(cols.reshape(m, kc), wm)
+        else:
+            # Blocks of examples, each copying its columns and multiplying them while
+            # they are in cache.
+            out = np.empty((n, o, p) if channels_first else (m, o), dtype=ct)
+
+            def block(lo, hi):
+                cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
+                if channels_first:
+                    # [O, K*C] @ [n, K*C, P] -> [n, O, P]: no transpose of the result.
+                    np.matmul(wm.T, cols.reshape(hi - lo, p, kc).transpose(0, 2, 1),
+                              out=out[lo:hi])
+                else:
+                    np.matmul(cols, wm, out=out[lo * p:hi * p])
+
+            _on_threads(block, _example_blocks(n, p), m * kc)
         if channels_first:
-            # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
-            out = xp.matmul(wm.T, cols.reshape(n, _prod(g.out_sp), kp * cg).transpose(0, 2, 1))
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
-        out = xp.matmul(cols, wm)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
@@ -169,9 +208,21 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
         dx = xp.zeros((rows, c), dtype=ct)
         row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
-        for tap in itertools.product(*[range(k) for k in g.k]):
-            off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
-            _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
+        taps = [(tap, sum(t * d * step for t, d, step in zip(tap, dilations, row_steps)))
+                for tap in itertools.product(*[range(k) for k in g.k])]
+
+        def block(r0, r1):
+            # Rows r0:r1 of dx, every tap in turn: each row sums its taps in one order.
+            for tap, off in taps:
+                lo = max(r0, off)
+                if lo < r1:
+                    _gemm_accumulate(xp, dx[lo:r1], dyg[lo - off:r1 - off], wk[tap].T)
+
+        if cpu_threads.is_numpy(xp):
+            _on_threads(block, cpu_threads.blocks(rows, max(1, rows // ROW_BLOCK)),
+                        rows * o * len(taps))
+        else:
+            block(0, rows)
         dxp = dx.reshape((n,) + padded + (c,))
         return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
     dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
@@ -208,47 +259,15 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
     return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
 
 
-# Column matrices narrower than NARROW_COLUMNS (K*C of a first layer: 9 for one channel
-# and a 3x3 window, 27 for three) multiply in blocks of REDUCE_BLOCK_ROWS rows.
-NARROW_COLUMNS = 32
-REDUCE_BLOCK_ROWS = 1024
-
-
-def _columns_t_product(xp, cols, dym):
-    """``cols.T @ dym``, the filter gradient's reduction over the long M axis.
-
-    On numpy a narrow column matrix goes in fixed blocks of rows whose small products are
-    summed in order: OpenBLAS runs the whole [9, M] x [M, 32] product of a one-channel
-    first layer at 35 GFLOP/s, blocks of 1024 rows at 60 (one thread). The blocks run on
-    the CPU threads with one BLAS thread each; their boundaries depend on the shape alone,
-    so the result is the same bits with any number of threads and from run to run.
-    """
-    m, kc = cols.shape
-    o = dym.shape[1]
-    if not cpu_threads.is_numpy(xp) or kc >= NARROW_COLUMNS or m < 2 * REDUCE_BLOCK_ROWS:
-        return xp.matmul(cols.T, dym)
-    ranges = cpu_threads.blocks(m, -(-m // REDUCE_BLOCK_ROWS))
-    part = np.empty((len(ranges), kc, o), dtype=cols.dtype)
-
-    def block(lo, hi):
-        for i in range(lo, hi):
-            a, b = ranges[i]
-            np.matmul(cols[a:b].T, dym[a:b], out=part[i])
-
-    workers = cpu_threads.threads()
-    with blas_threads.share(workers) if workers > 1 else contextlib.nullcontext():
-        cpu_threads.run_blocks(block, len(ranges), m * (kc + o))
-    return part.sum(axis=0)
-
-
 def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O].
 
-    One GEMM ``cols.T @ dy`` of the column matrix [M, K*Cg] and the output gradient
-    [M, O] over the long M axis (see ``_columns_t_product``). That orientation was the
-    faster one on every shape measured (one thread, CPU time, median of 15): 0.70 against
-    0.86 ms for ``dy.T @ cols`` at [43264, 9] and 32 outputs, 2.50 against 2.59 ms at
-    [7744, 288] and 64.
+    ``cols.T @ dy`` of the column matrix [M, K*Cg] and the output gradient [M, O] over
+    the long M axis, in blocks of examples whose products are summed in order. That
+    orientation was the faster one on every shape measured (one thread, CPU time, median
+    of 15): 0.70 against 0.86 ms for ``dy.T @ cols`` at [43264, 9] and 32 outputs, 2.50
+    against 2.59 ms at [7744, 288] and 64; and OpenBLAS runs the one-channel first
+    layer's [9, M] x [M, 32] at 35 GFLOP/s whole, at 60 in blocks of 1024-2048 rows.
     """
     nd = len(g.k)
     ct = _compute_dtype(xp, x)
@@ -258,8 +277,23 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     m = x.shape[0] * _prod(g.out_sp)
     kp = _prod(g.k)
     if groups == 1:
-        cols = _columns(xp, win, ct).reshape(m, kp * cg)
-        dw = _columns_t_product(xp, cols, dy.reshape(m, o).astype(ct, copy=False))
+        kc, p, n = kp * cg, _prod(g.out_sp), x.shape[0]
+        dym = dy.reshape(m, o).astype(ct, copy=False)
+        if not cpu_threads.is_numpy(xp):
+            dw = xp.matmul(_columns(xp, win, ct).reshape(m, kc).T, dym)
+        else:
+            # Blocks of examples: each copies its columns and multiplies them while they
+            # are in cache; the blocks' products are summed in order.
+            ranges = _example_blocks(n, p)
+            part = np.zeros((max(len(ranges), 1), kc, o), dtype=ct)
+            index = {r: i for i, r in enumerate(ranges)}
+
+            def block(lo, hi):
+                cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
+                np.matmul(cols.T, dym[lo * p:hi * p], out=part[index[lo, hi]])
+
+            _on_threads(block, ranges, m * (kc + o))
+            dw = part[0] if len(part) == 1 else part.sum(axis=0)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.
         dw = xp.zeros((kp, o), dtype=ct)

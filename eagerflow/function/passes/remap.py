@@ -20,7 +20,8 @@
   pair routes the gradient to the first of them and the rewritten graph to the larger
   ``c``; both are a maximum of the relu's output, so both are gradients of the
   function TF computes, and that choice is the only difference beyond the rounding of
-  the bias sum.
+  the bias sum. Without a bias, ``MaxPool(Relu(c))`` -> ``Relu(MaxPool(c))`` gives the
+  pair's bits in the gradient too.
 
 The rewrites apply when the values they retire have no other use, no node involved
 carries control inputs and all run on one device. It runs after the gradient is traced, so the
@@ -137,8 +138,9 @@ def _constant_over(shape, axes):
 def _bias_relu_pool(pool, readers, order):
     """The match of the rewrite at ``pool`` (a MaxPool node), or None.
 
-    Returns ``(relu, add, conv_ref, bias_ref, pairs)``: ``pairs`` maps each backward
-    ``MaxPoolGrad(relu, dp)`` to its ``ReluGrad`` reader.
+    Returns ``(relu, add, conv_ref, bias_ref, pairs)`` (``add`` and ``bias_ref`` None
+    without a bias): ``pairs`` maps each backward ``MaxPoolGrad(relu, dp)`` to its
+    ``ReluGrad`` reader.
     """
     if pool.op != "MaxPool" or pool.control_inputs or pool.inputs[0][1] != 0 or \
             pool.avals[0].shape is None:
@@ -146,24 +148,12 @@ def _bias_relu_pool(pool, readers, order):
     relu = pool.inputs[0][0]
     if relu.op != "Relu" or relu.control_inputs or relu.inputs[0][1] != 0:
         return None
-    add = relu.inputs[0][0]
-    if add.op != "AddV2" or add.control_inputs or len(add.inputs) != 2:
-        return None
-    aval = add.avals[0]
+    add, conv_ref, bias_ref = _bias_add(relu.inputs[0], pool)
+    aval = relu.avals[0]
     if aval.shape is None or None in aval.shape or not aval.dtype.is_floating:
         return None
-    full = [ref for ref in add.inputs
-            if tuple(ref[0].avals[ref[1]].shape or ()) == tuple(aval.shape)
-            and ref[0].avals[ref[1]].dtype is aval.dtype]
-    if not full:
-        return None
-    conv_ref = full[0]
-    bias_ref = add.inputs[1] if add.inputs[0] == conv_ref else add.inputs[0]
-    bias_shape = bias_ref[0].avals[bias_ref[1]].shape
-    if bias_shape is None or not _constant_over(tuple(bias_shape), _spatial_axes(pool)):
-        return None
     device = resolved_device(pool)
-    if resolved_device(relu) != device or resolved_device(add) != device:
+    if resolved_device(relu) != device or add is not None and resolved_device(add) != device:
         return None
     pairs = {}
     for user in readers.get(relu, []):
@@ -175,13 +165,32 @@ def _bias_relu_pool(pool, readers, order):
         grads = readers.get(user, [])
         grad = grads[0] if len(grads) == 1 else None
         if grad is not None and grad.op == "ReluGrad" and grad.inputs[0] == (user, 0) and \
-                grad.inputs[1] in ((relu, 0), (add, 0)) and not grad.control_inputs and \
+                grad.inputs[1] in ((relu, 0), relu.inputs[0]) and not grad.control_inputs and \
                 resolved_device(user) == device == resolved_device(grad):
             pairs[user] = grad
     known = {pool, relu} | set(pairs) | set(pairs.values())
     if any(u not in known for u in readers.get(relu, []) + readers.get(add, [])):
         return None
     return relu, add, conv_ref, bias_ref, pairs
+
+
+def _bias_add(ref, pool):
+    """``(add, c, b)`` when ``ref`` is ``AddV2(c, b)`` with ``b`` constant over the
+    windows of ``pool``, else ``(None, ref, None)``: a relu of ``c`` alone."""
+    add = ref[0]
+    if ref[1] != 0 or add.op != "AddV2" or add.control_inputs or len(add.inputs) != 2:
+        return None, ref, None
+    aval = add.avals[0]
+    full = [r for r in add.inputs
+            if tuple(r[0].avals[r[1]].shape or ()) == tuple(aval.shape or (None,))
+            and r[0].avals[r[1]].dtype is aval.dtype]
+    if not full:
+        return None, ref, None
+    bias = add.inputs[1] if add.inputs[0] == full[0] else add.inputs[0]
+    shape = bias[0].avals[bias[1]].shape
+    if shape is None or not _constant_over(tuple(shape), _spatial_axes(pool)):
+        return None, ref, None
+    return add, full[0], bias
 
 
 def _pool_before_bias_relu(graph):
@@ -208,11 +217,14 @@ def _pool_before_bias_relu(graph):
     for pool, (relu, add, conv_ref, bias_ref, pairs) in matches.items():
         small = pool.avals[0]
         pooled = make("MaxPool", [conv_ref], pool.attrs, small, pool)
-        biased = make("AddV2", [(pooled, 0), bias_ref], {}, small, add)
-        out = make("Relu", [(biased, 0)], {}, small, relu)
-        before[pool] = [pooled, biased, out]
+        before[pool] = [pooled]
+        if add is not None:
+            before[pool].append(make("AddV2", [(pooled, 0), bias_ref], {}, small, add))
+            dropped.add(add)
+        out = make("Relu", [(before[pool][-1], 0)], {}, small, relu)
+        before[pool].append(out)
         sub.replace(pool, 0, (out, 0))
-        dropped.update((pool, relu, add))
+        dropped.update((pool, relu))
         spatial = _spatial_axes(pool)
         for grad, relu_grad in pairs.items():
             small_grad = make("ReluGrad", [grad.inputs[1], (out, 0)], {}, small, relu_grad)
@@ -223,7 +235,7 @@ def _pool_before_bias_relu(graph):
             sub.replace(relu_grad, 0, (full_grad, 0))
             # Bias gradients sum the spatial axes away: the pooled gradient holds the
             # same terms.
-            for user in readers.get(relu_grad, []):
+            for user in readers.get(relu_grad, []) if add is not None else ():
                 if user is not None and user.op == "SumToShape" and \
                         _constant_over(tuple(user.attrs["shape"]), spatial) and \
                         None not in tuple(user.attrs["shape"]):

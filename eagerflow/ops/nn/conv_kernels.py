@@ -98,8 +98,11 @@ def _on_threads(fn, ranges, elements):
         for lo, hi in ranges[i0:i1]:
             fn(lo, hi)
 
-    workers = cpu_threads.threads()
-    with blas_threads.share(workers) if workers > 1 and len(ranges) > 1 else \
+    # One BLAS thread whatever the CPU threads: OpenBLAS's threaded GEMM rounds some
+    # products differently from its one-thread GEMM, and the blocks must give the same
+    # bits on any number of threads.
+    share = max(cpu_threads.threads(), blas_threads.get_num_threads() or 1)
+    with blas_threads.share(share) if share > 1 and len(ranges) > 1 else \
             contextlib.nullcontext():
         cpu_threads.run_blocks(run, len(ranges), elements)
 

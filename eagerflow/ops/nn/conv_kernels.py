@@ -222,8 +222,10 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
                     _gemm_accumulate(xp, dx[lo:r1], dyg[lo - off:r1 - off], wk[tap].T)
 
         if cpu_threads.is_numpy(xp):
-            _on_threads(block, cpu_threads.blocks(rows, max(1, rows // ROW_BLOCK)),
-                        rows * o * len(taps))
+            # A multiple of 4 blocks (one below 2 * ROW_BLOCK rows): even shares for 2 or
+            # 4 threads.
+            parts = 1 if rows < 2 * ROW_BLOCK else 4 * max(1, round(rows / (4 * ROW_BLOCK)))
+            _on_threads(block, cpu_threads.blocks(rows, parts), rows * o * len(taps))
         else:
             block(0, rows)
         dxp = dx.reshape((n,) + padded + (c,))

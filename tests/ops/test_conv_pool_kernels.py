@@ -484,6 +484,22 @@ def test_pool_before_bias_relu_gradient_is_the_finite_difference():
     np.testing.assert_allclose((plus - minus) / (2 * eps), directional, rtol=1e-6)
 
 
+def test_pool_before_bias_relu_with_an_unknown_batch_size():
+    # Traced for any batch size (a None dimension): still rewritten, same results.
+    from eagerflow.function import passes
+
+    loss, (x, w, b, h) = _bias_pool_args((4, 8, 8, 2), (3, 3, 2, 4), "NHWC", 2, 2, "VALID",
+                                         dtypes.float32, seed=6)
+    grads = _grads_of(loss)
+    spec = [ef.TensorSpec([None, 8, 8, 2]), ef.TensorSpec([3, 3, 2, 4]), ef.TensorSpec([4]),
+            ef.TensorSpec([None, 4, 4, 4])]
+    traced = ef.function(grads, input_signature=spec)
+    graph = passes.optimize(traced.get_concrete_function().graph)
+    assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"
+    for a, e in zip(traced(x, w, b, h), grads(x, w, b, h)):
+        close(a, e.numpy(), dtypes.float32)
+
+
 @pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.float32], ids=lambda d: d.name)
 def test_pool_before_relu_without_bias_keeps_the_bits(dtype):
     # max_pool(relu(c)) -> relu(max_pool(c)): the window maxima sit at the same elements

@@ -150,7 +150,7 @@ def _bias_relu_pool(pool, readers, order):
         return None
     add, conv_ref, bias_ref = _bias_add(relu.inputs[0], pool)
     aval = relu.avals[0]
-    if aval.shape is None or None in aval.shape or not aval.dtype.is_floating:
+    if aval.shape is None or not aval.dtype.is_floating:
         return None
     device = resolved_device(pool)
     if resolved_device(relu) != device or add is not None and resolved_device(add) != device:

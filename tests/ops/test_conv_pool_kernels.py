@@ -282,7 +282,7 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
         x.reshape(-1)[-1] = np.nan
     args = (ef.constant(x), ef.constant(g))
     outs = []
-    monkeypatch.setattr(PK, "TILED_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(PK, "TILED_CHANNELS_FIRST", True)
     tiled_calls = []
     real = PK._tiled_max_pool_grad
     monkeypatch.setattr(PK, "_tiled_max_pool_grad",
@@ -337,8 +337,10 @@ def test_max_pool_grad_with_relu_is_the_pair_bit_for_bit(monkeypatch, shape, a, 
     expected = P.MAX_POOL_GRAD.reference(x, g, relu=True, **a)
     if bad is None:
         close(ef.constant(pair), expected, dtype)
-    for tiled_min in (PK.TILED_MIN_ELEMENTS, 0):
-        monkeypatch.setattr(PK, "TILED_MIN_ELEMENTS", tiled_min)
+    monkeypatch.setattr(PK, "TILED_CHANNELS_FIRST", True)
+    tiles = PK._tiles
+    for tiled in (True, False):
+        monkeypatch.setattr(PK, "_tiles", tiles if tiled else lambda g, attrs: False)
         try:
             for n in (1, 2):
                 cpu_threads.set_threads(n)

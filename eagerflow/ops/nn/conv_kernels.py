@@ -73,15 +73,21 @@ def _columns(xp, win, ct):
     return cols
 
 
-# The GEMMs of the convolutions run over blocks of about ROW_BLOCK rows (whole examples
-# for the column matrices), each block on one CPU thread with one BLAS thread.
+# The GEMMs of the convolutions run over blocks of at most ROW_BLOCK rows, whose column
+# matrices hold at most COLUMN_BLOCK elements (whole examples), each block on one CPU
+# thread with one BLAS thread. One thread, CPU time, median of 25 interleaved rounds:
+# conv2 ([64, 13, 13, 32], 3x3, 64 outputs) forward 2.61 ms in blocks of 1024 rows, 2.86
+# in blocks of 2048, filter gradient 2.85 and 3.03; conv1 ([64, 28, 28, 1], 9 columns)
+# forward 1.51 and 1.18, filter gradient 1.82 and 1.42.
 ROW_BLOCK = 2048
+COLUMN_BLOCK = 1 << 18
 
 
-def _example_blocks(n, rows_per_example):
-    """Fixed ``(lo, hi)`` ranges of examples, about ROW_BLOCK rows each: they depend on
-    the shape alone, so results never depend on the number of threads."""
-    per = max(1, ROW_BLOCK // max(rows_per_example, 1))
+def _example_blocks(n, rows_per_example, columns):
+    """Fixed ``(lo, hi)`` ranges of examples (see ROW_BLOCK): they depend on the shape
+    alone, so results never depend on the number of threads."""
+    rows = min(ROW_BLOCK, COLUMN_BLOCK // max(columns, 1))
+    per = max(1, rows // max(rows_per_example, 1))
     return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
 
 
@@ -141,7 +147,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
                 else:
                     np.matmul(cols, wm, out=out[lo * p:hi * p])
 
-            _on_threads(block, _example_blocks(n, p), m * kc)
+            _on_threads(block, _example_blocks(n, p, kc), m * kc)
         if channels_first:
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
     elif cg == 1 and groups == o:
@@ -289,7 +295,7 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
         else:
             # Blocks of examples: each copies its columns and multiplies them while they
             # are in cache; the blocks' products are summed in order.
-            ranges = _example_blocks(n, p)
+            ranges = _example_blocks(n, p, kc)
             part = np.zeros((max(len(ranges), 1), kc, o), dtype=ct)
             index = {r: i for i, r in enumerate(ranges)}
 

@@ -12,10 +12,11 @@
 * ``collectives``: independent all-reduces of the same kind merge into one node;
 * ``remap``: op pairs one kernel computes in one pass (a max-pool gradient and the relu
   gradient after it);
+* ``fused_matmul``: a MatMul with its bias add (and relu) as one FusedMatMul;
 * ``fusion``: clusters of elementwise ops become one FusedElementwise node.
 
 The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
-times), then collectives, remap and fusion run once (remap and fusion under the
+times), then collectives, remap, fused_matmul and fusion run once (the last three under the
 ``remapping`` option). Each is switched by
 ``eagerflow.config.optimizer`` options (collectives only by ``disable_meta_optimizer``:
 merging never changes a value, and every rank must rewrite its graph the same way).
@@ -35,7 +36,7 @@ from eagerflow.function import builtins
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
-    algebraic, collectives, constant_folding, cse, dce, fused_step, fusion, remap,
+    algebraic, collectives, constant_folding, cse, dce, fused_matmul, fused_step, fusion, remap,
 )
 from eagerflow.function.passes.common import copy_graph
 
@@ -95,6 +96,7 @@ def _optimize(graph, opts, done):
     collectives.run(out)
     if opts["remapping"]:
         remap.run(out)
+        fused_matmul.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
         fusion.run(out)
     return out

@@ -12,6 +12,7 @@ import pytest
 import eagerflow as ef
 from eagerflow.function import passes
 from eagerflow.function.executor import Executor
+from eagerflow.ops.linalg import fused_matmul_ops
 
 RNG = np.random.default_rng(3)
 spec = ef.TensorSpec
@@ -33,10 +34,19 @@ def _rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
 
+@pytest.fixture(params=["in place", "gemm"])
+def form(request, monkeypatch):
+    """Both kernel forms: the bias added in place, or accumulated into by the GEMM."""
+    if request.param == "gemm":
+        monkeypatch.setattr(fused_matmul_ops, "GEMM_BIAS_MIN_ELEMENTS", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("m,k,n", [(3, 4, 5), (64, 1000, 33), (1, 1, 1), (7, 0, 3)])
+@pytest.mark.parametrize("m,k,n", [(3, 4, 5), (64, 1000, 33), (1, 1, 1), (7, 0, 3),
+                                   (520, 70, 512)])
 @pytest.mark.parametrize("relu", [False, True])
-def test_dense_layers_fuse_and_match(dtype, m, k, n, relu):
+def test_dense_layers_fuse_and_match(dtype, m, k, n, relu, form):
     act = ef.nn.relu if relu else (lambda h: h)
     ef_dtype = ef.as_dtype(dtype)
     graph = _graph(lambda x, w, b: act(ef.matmul(x, w) + b), spec([m, k], ef_dtype),
@@ -55,7 +65,7 @@ def test_dense_layers_fuse_and_match(dtype, m, k, n, relu):
                                atol=tol * max(k, 1))
 
 
-def test_bias_first_and_transposed_operands():
+def test_bias_first_and_transposed_operands(form):
     graph = _graph(lambda x, w, b: b + ef.matmul(x, w, transpose_a=True, transpose_b=True),
                    spec([6, 3]), spec([4, 6]), spec([4]))
     assert _ops(graph) == ["FusedMatMul"]
@@ -104,7 +114,7 @@ def test_a_product_returned_by_the_function_is_kept():
     assert "FusedMatMul" not in _ops(graph)
 
 
-def test_training_step_with_fused_layers_matches_eager():
+def test_training_step_with_fused_layers_matches_eager(form):
     w1 = ef.Variable(_rand(20, 16))
     b1 = ef.Variable(_rand(16))
     w2 = ef.Variable(_rand(16, 3))

@@ -19,14 +19,13 @@ The references for the sweeps are plain loops over output positions.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 
 import numpy as np
 
 from eagerflow import dtypes as _d
 from eagerflow import errors
-from eagerflow.backend import blas_threads, cpu_blas, cpu_threads
+from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import FLOAT, conv_cost
@@ -52,7 +51,7 @@ def _compute_dtype(xp, a):
 
 def _columns(xp, win, ct):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
-    ``ct`` (im2col), on the calling thread (the GEMM blocks below each copy their own).
+    ``ct`` (im2col); the GEMMs below copy one block of examples at a time.
 
     With one input channel the copy goes tap by tap: numpy copies the whole window view
     with an inner loop over the channel axis, one element long (one thread, CPU time,
@@ -73,9 +72,9 @@ def _columns(xp, win, ct):
     return cols
 
 
-# The GEMMs of the convolutions run over blocks of at most ROW_BLOCK rows, whose column
-# matrices hold at most COLUMN_BLOCK elements (whole examples), each block on one CPU
-# thread with one BLAS thread. One thread, CPU time, median of 25 interleaved rounds:
+# The forward and filter-gradient GEMMs run over blocks of at most ROW_BLOCK rows, whose
+# column matrices hold at most COLUMN_BLOCK elements (whole examples), one block after
+# the other, each GEMM on numpy's BLAS threads. One thread, CPU time, median of 25 rounds:
 # conv2 ([64, 13, 13, 32], 3x3, 64 outputs) forward 2.61 ms in blocks of 1024 rows, 2.86
 # in blocks of 2048, filter gradient 2.85 and 3.03; conv1 ([64, 28, 28, 1], 9 columns)
 # forward 1.51 and 1.18, filter gradient 1.82 and 1.42.
@@ -89,28 +88,6 @@ def _example_blocks(n, rows_per_example, columns):
     rows = min(ROW_BLOCK, COLUMN_BLOCK // max(columns, 1))
     per = max(1, rows // max(rows_per_example, 1))
     return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
-
-
-def _on_threads(fn, ranges, elements):
-    """Calls ``fn(lo, hi)`` for every range, the ranges shared by the CPU threads.
-
-    numpy's OpenBLAS splits one GEMM over the cores statically: when another process
-    holds a core, each call waits for the slowest share (the CNN step took 108 ms median
-    on 2 BLAS threads against 56 ms on one, on the shared 2-core machine). Blocks taken
-    by whichever thread is running, with one BLAS thread each, lose nothing to a busy
-    core; on an idle one the two halves run side by side as BLAS's own split does.
-    """
-    def run(i0, i1):
-        for lo, hi in ranges[i0:i1]:
-            fn(lo, hi)
-
-    # One BLAS thread whatever the CPU threads: OpenBLAS's threaded GEMM rounds some
-    # products differently from its one-thread GEMM, and the blocks must give the same
-    # bits on any number of threads.
-    share = max(cpu_threads.threads(), blas_threads.get_num_threads() or 1)
-    with blas_threads.share(share) if share > 1 and len(ranges) > 1 else \
-            contextlib.nullcontext():
-        cpu_threads.run_blocks(run, len(ranges), elements)
 
 
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
@@ -147,7 +124,8 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
                 else:
                     np.matmul(cols, wm, out=out[lo * p:hi * p])
 
-            _on_threads(block, _example_blocks(n, p, kc), m * kc)
+            for lo, hi in _example_blocks(n, p, kc):
+                block(lo, hi)
         if channels_first:
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
     elif cg == 1 and groups == o:
@@ -217,23 +195,9 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
         dx = xp.zeros((rows, c), dtype=ct)
         row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
-        taps = [(tap, sum(t * d * step for t, d, step in zip(tap, dilations, row_steps)))
-                for tap in itertools.product(*[range(k) for k in g.k])]
-
-        def block(r0, r1):
-            # Rows r0:r1 of dx, every tap in turn: each row sums its taps in one order.
-            for tap, off in taps:
-                lo = max(r0, off)
-                if lo < r1:
-                    _gemm_accumulate(xp, dx[lo:r1], dyg[lo - off:r1 - off], wk[tap].T)
-
-        if cpu_threads.is_numpy(xp):
-            # A multiple of 4 blocks (one below 2 * ROW_BLOCK rows): even shares for 2 or
-            # 4 threads.
-            parts = 1 if rows < 2 * ROW_BLOCK else 4 * max(1, round(rows / (4 * ROW_BLOCK)))
-            _on_threads(block, cpu_threads.blocks(rows, parts), rows * o * len(taps))
-        else:
-            block(0, rows)
+        for tap in itertools.product(*[range(k) for k in g.k]):
+            off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
+            _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
         dxp = dx.reshape((n,) + padded + (c,))
         return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
     dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
@@ -297,13 +261,9 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
             # are in cache; the blocks' products are summed in order.
             ranges = _example_blocks(n, p, kc)
             part = np.zeros((max(len(ranges), 1), kc, o), dtype=ct)
-            index = {r: i for i, r in enumerate(ranges)}
-
-            def block(lo, hi):
+            for i, (lo, hi) in enumerate(ranges):
                 cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
-                np.matmul(cols.T, dym[lo * p:hi * p], out=part[index[lo, hi]])
-
-            _on_threads(block, ranges, m * (kc + o))
+                np.matmul(cols.T, dym[lo * p:hi * p], out=part[i])
             dw = part[0] if len(part) == 1 else part.sum(axis=0)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.

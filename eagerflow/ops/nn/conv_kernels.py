@@ -49,9 +49,10 @@ def _compute_dtype(xp, a):
     return xp.float32 if a.dtype.itemsize == 2 else a.dtype
 
 
-def _columns(xp, win, ct):
+def _columns(xp, win, ct, threads=True):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
-    ``ct`` (im2col); the GEMMs below copy one block of examples at a time.
+    ``ct`` (im2col): on numpy, blocks of the batch on every core (``threads``) or on the
+    calling thread.
 
     With one input channel the copy goes tap by tap: numpy copies the whole window view
     with an inner loop over the channel axis, one element long (one thread, CPU time,
@@ -64,20 +65,30 @@ def _columns(xp, win, ct):
     cols = np.empty(win.shape, dtype=ct)
     nd = (win.ndim - 2) // 2
     if win.shape[-1] == 1 and nd:
-        for tap in itertools.product(*[range(k) for k in win.shape[1 + nd:1 + 2 * nd]]):
-            index = (slice(None),) * (1 + nd) + tap
-            cols[index] = win[index]
+        spatial = (slice(None),) * nd
+        taps = [spatial + tap for tap in itertools.product(*[range(k) for k in
+                                                              win.shape[1 + nd:1 + 2 * nd]])]
+
+        def block(lo, hi):
+            dst, src = cols[lo:hi], win[lo:hi]
+            for tap in taps:
+                dst[(slice(None),) + tap] = src[(slice(None),) + tap]
     else:
-        cols[...] = win
+        def block(lo, hi):
+            cols[lo:hi] = win[lo:hi]
+
+    if threads:
+        cpu_threads.run_blocks(block, win.shape[0], cols.size)
+    else:
+        block(0, win.shape[0])
     return cols
 
 
-# The forward and filter-gradient GEMMs run over blocks of at most ROW_BLOCK rows, whose
-# column matrices hold at most COLUMN_BLOCK elements (whole examples), one block after
-# the other, each GEMM on numpy's BLAS threads. One thread, CPU time, median of 25 rounds:
-# conv2 ([64, 13, 13, 32], 3x3, 64 outputs) forward 2.61 ms in blocks of 1024 rows, 2.86
-# in blocks of 2048, filter gradient 2.85 and 3.03; conv1 ([64, 28, 28, 1], 9 columns)
-# forward 1.51 and 1.18, filter gradient 1.82 and 1.42.
+# The filter gradient's GEMMs run over blocks of at most ROW_BLOCK rows, whose column
+# matrices hold at most COLUMN_BLOCK elements (whole examples), one block after the
+# other, each GEMM on numpy's BLAS threads. One thread, CPU time, median of 25 rounds:
+# conv2 ([64, 13, 13, 32], 3x3, 64 outputs) in blocks of 1024 rows 2.85 ms, of 2048 3.03;
+# conv1 ([64, 28, 28, 1], 9 columns) 1.82 and 1.42.
 ROW_BLOCK = 2048
 COLUMN_BLOCK = 1 << 18
 
@@ -104,30 +115,13 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
-        kc, p = kp * cg, _prod(g.out_sp)
-        wm = w.reshape(kc, o).astype(ct, copy=False)
-        if not cpu_threads.is_numpy(xp):
-            cols = _columns(xp, win, ct).reshape(n, p, kc)
-            out = xp.matmul(wm.T, cols.transpose(0, 2, 1)) if channels_first else \
-                xp.matmul(cols.reshape(m, kc), wm)
-        else:
-            # Blocks of examples, each copying its columns and multiplying them while
-            # they are in cache.
-            out = np.empty((n, o, p) if channels_first else (m, o), dtype=ct)
-
-            def block(lo, hi):
-                cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
-                if channels_first:
-                    # [O, K*C] @ [n, K*C, P] -> [n, O, P]: no transpose of the result.
-                    np.matmul(wm.T, cols.reshape(hi - lo, p, kc).transpose(0, 2, 1),
-                              out=out[lo:hi])
-                else:
-                    np.matmul(cols, wm, out=out[lo * p:hi * p])
-
-            for lo, hi in _example_blocks(n, p, kc):
-                block(lo, hi)
+        cols = _columns(xp, win, ct).reshape(m, kp * cg)
+        wm = w.reshape(kp * cg, o).astype(ct, copy=False)
         if channels_first:
+            # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
+            out = xp.matmul(wm.T, cols.reshape(n, _prod(g.out_sp), kp * cg).transpose(0, 2, 1))
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
+        out = xp.matmul(cols, wm)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
@@ -262,8 +256,8 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
             ranges = _example_blocks(n, p, kc)
             part = np.zeros((max(len(ranges), 1), kc, o), dtype=ct)
             for i, (lo, hi) in enumerate(ranges):
-                cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
-                np.matmul(cols.T, dym[lo * p:hi * p], out=part[i])
+                cols = _columns(xp, win[lo:hi], ct, threads=False)
+                np.matmul(cols.reshape((hi - lo) * p, kc).T, dym[lo * p:hi * p], out=part[i])
             dw = part[0] if len(part) == 1 else part.sum(axis=0)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.

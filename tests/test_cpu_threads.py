@@ -112,7 +112,8 @@ def test_pool_kernels_equal_on_any_thread_count(threads, splits, attrs):
             p, tuple(ef.constant(a) for a in xs), at).numpy())
         for o in outs[1:]:
             np.testing.assert_array_equal(o, outs[0], err_msg=prim.name)
-        assert any(splits), prim.name
+        # The filter gradient is GEMMs over blocks of examples on numpy's BLAS threads.
+        assert any(splits) or prim is K.CONV_BACKPROP_FILTER, prim.name
         splits.clear()
         if prim is P.MAX_POOL_GRAD:
             np.testing.assert_allclose(outs[0], P.MAX_POOL_GRAD.reference(x, g, **at),
@@ -138,7 +139,8 @@ def test_conv_kernels_equal_on_any_thread_count(threads, splits):
             p, tuple(ef.constant(v) for v in xs), at).numpy())
         for o in outs[1:]:
             np.testing.assert_array_equal(o, outs[0], err_msg=prim.name)
-        assert any(splits), prim.name
+        # The filter gradient is GEMMs over blocks of examples on numpy's BLAS threads.
+        assert any(splits) or prim is K.CONV_BACKPROP_FILTER, prim.name
         splits.clear()
 
 

@@ -19,14 +19,13 @@ The references for the sweeps are plain loops over output positions.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 
 import numpy as np
 
 from eagerflow import dtypes as _d
 from eagerflow import errors
-from eagerflow.backend import blas_threads, cpu_blas, cpu_threads
+from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import FLOAT, conv_cost
@@ -50,9 +49,10 @@ def _compute_dtype(xp, a):
     return xp.float32 if a.dtype.itemsize == 2 else a.dtype
 
 
-def _columns(xp, win, ct):
+def _columns(xp, win, ct, threads=True):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
-    ``ct`` (im2col), on the calling thread (the GEMM blocks below each copy their own).
+    ``ct`` (im2col): on numpy, blocks of the batch on every core (``threads``) or on the
+    calling thread.
 
     With one input channel the copy goes tap by tap: numpy copies the whole window view
     with an inner loop over the channel axis, one element long (one thread, CPU time,
@@ -65,20 +65,30 @@ def _columns(xp, win, ct):
     cols = np.empty(win.shape, dtype=ct)
     nd = (win.ndim - 2) // 2
     if win.shape[-1] == 1 and nd:
-        for tap in itertools.product(*[range(k) for k in win.shape[1 + nd:1 + 2 * nd]]):
-            index = (slice(None),) * (1 + nd) + tap
-            cols[index] = win[index]
+        spatial = (slice(None),) * nd
+        taps = [spatial + tap for tap in itertools.product(*[range(k) for k in
+                                                              win.shape[1 + nd:1 + 2 * nd]])]
+
+        def block(lo, hi):
+            dst, src = cols[lo:hi], win[lo:hi]
+            for tap in taps:
+                dst[(slice(None),) + tap] = src[(slice(None),) + tap]
     else:
-        cols[...] = win
+        def block(lo, hi):
+            cols[lo:hi] = win[lo:hi]
+
+    if threads:
+        cpu_threads.run_blocks(block, win.shape[0], cols.size)
+    else:
+        block(0, win.shape[0])
     return cols
 
 
-# The GEMMs of the convolutions run over blocks of at most ROW_BLOCK rows, whose column
-# matrices hold at most COLUMN_BLOCK elements (whole examples), each block on one CPU
-# thread with one BLAS thread. One thread, CPU time, median of 25 interleaved rounds:
-# conv2 ([64, 13, 13, 32], 3x3, 64 outputs) forward 2.61 ms in blocks of 1024 rows, 2.86
-# in blocks of 2048, filter gradient 2.85 and 3.03; conv1 ([64, 28, 28, 1], 9 columns)
-# forward 1.51 and 1.18, filter gradient 1.82 and 1.42.
+# The filter gradient's GEMMs run over blocks of at most ROW_BLOCK rows, whose column
+# matrices hold at most COLUMN_BLOCK elements (whole examples), one block after the
+# other, each GEMM on numpy's BLAS threads. One thread, CPU time, median of 25 rounds:
+# conv2 ([64, 13, 13, 32], 3x3, 64 outputs) in blocks of 1024 rows 2.85 ms, of 2048 3.03;
+# conv1 ([64, 28, 28, 1], 9 columns) 1.82 and 1.42.
 ROW_BLOCK = 2048
 COLUMN_BLOCK = 1 << 18
 
@@ -89,28 +99,6 @@ def _example_blocks(n, rows_per_example, columns):
     rows = min(ROW_BLOCK, COLUMN_BLOCK // max(columns, 1))
     per = max(1, rows // max(rows_per_example, 1))
     return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
-
-
-def _on_threads(fn, ranges, elements):
-    """Calls ``fn(lo, hi)`` for every range, the ranges shared by the CPU threads.
-
-    numpy's OpenBLAS splits one GEMM over the cores statically: when another process
-    holds a core, each call waits for the slowest share (the CNN step took 108 ms median
-    on 2 BLAS threads against 56 ms on one, on the shared 2-core machine). Blocks taken
-    by whichever thread is running, with one BLAS thread each, lose nothing to a busy
-    core; on an idle one the two halves run side by side as BLAS's own split does.
-    """
-    def run(i0, i1):
-        for lo, hi in ranges[i0:i1]:
-            fn(lo, hi)
-
-    # One BLAS thread whatever the CPU threads: OpenBLAS's threaded GEMM rounds some
-    # products differently from its one-thread GEMM, and the blocks must give the same
-    # bits on any number of threads.
-    share = max(cpu_threads.threads(), blas_threads.get_num_threads() or 1)
-    with blas_threads.share(share) if share > 1 and len(ranges) > 1 else \
-            contextlib.nullcontext():
-        cpu_threads.run_blocks(run, len(ranges), elements)
 
 
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
@@ -127,29 +115,13 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
-        kc, p = kp * cg, _prod(g.out_sp)
-        wm = w.reshape(kc, o).astype(ct, copy=False)
-        if not cpu_threads.is_numpy(xp):
-            cols = _columns(xp, win, ct).reshape(n, p, kc)
-            out = xp.matmul(wm.T, cols.transpose(0, 2, 1)) if channels_first else \
-                xp.matmul(cols.reshape(m, kc), wm)
-        else:
-            # Blocks of examples, each copying its columns and multiplying them while
-            # they are in cache.
-            out = np.empty((n, o, p) if channels_first else (m, o), dtype=ct)
-
-            def block(lo, hi):
-                cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
-                if channels_first:
-                    # [O, K*C] @ [n, K*C, P] -> [n, O, P]: no transpose of the result.
-                    np.matmul(wm.T, cols.reshape(hi - lo, p, kc).transpose(0, 2, 1),
-                              out=out[lo:hi])
-                else:
-                    np.matmul(cols, wm, out=out[lo * p:hi * p])
-
-            _on_threads(block, _example_blocks(n, p, kc), m * kc)
+        cols = _columns(xp, win, ct).reshape(m, kp * cg)
+        wm = w.reshape(kp * cg, o).astype(ct, copy=False)
         if channels_first:
+            # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
+            out = xp.matmul(wm.T, cols.reshape(n, _prod(g.out_sp), kp * cg).transpose(0, 2, 1))
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
+        out = xp.matmul(cols, wm)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
@@ -217,23 +189,9 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
         dx = xp.zeros((rows, c), dtype=ct)
         row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
-        taps = [(tap, sum(t * d * step for t, d, step in zip(tap, dilations, row_steps)))
-                for tap in itertools.product(*[range(k) for k in g.k])]
-
-        def block(r0, r1):
-            # Rows r0:r1 of dx, every tap in turn: each row sums its taps in one order.
-            for tap, off in taps:
-                lo = max(r0, off)
-                if lo < r1:
-                    _gemm_accumulate(xp, dx[lo:r1], dyg[lo - off:r1 - off], wk[tap].T)
-
-        if cpu_threads.is_numpy(xp):
-            # A multiple of 4 blocks (one below 2 * ROW_BLOCK rows): even shares for 2 or
-            # 4 threads.
-            parts = 1 if rows < 2 * ROW_BLOCK else 4 * max(1, round(rows / (4 * ROW_BLOCK)))
-            _on_threads(block, cpu_threads.blocks(rows, parts), rows * o * len(taps))
-        else:
-            block(0, rows)
+        for tap in itertools.product(*[range(k) for k in g.k]):
+            off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
+            _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
         dxp = dx.reshape((n,) + padded + (c,))
         return crop_spatial(xp, dxp, g.pads, g.in_sp).astype(dy.dtype, copy=False)
     dxp = xp.zeros((n,) + padded + (groups, cg), dtype=ct)
@@ -297,13 +255,9 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
             # are in cache; the blocks' products are summed in order.
             ranges = _example_blocks(n, p, kc)
             part = np.zeros((max(len(ranges), 1), kc, o), dtype=ct)
-            index = {r: i for i, r in enumerate(ranges)}
-
-            def block(lo, hi):
-                cols = _columns(xp, win[lo:hi], ct).reshape((hi - lo) * p, kc)
-                np.matmul(cols.T, dym[lo * p:hi * p], out=part[index[lo, hi]])
-
-            _on_threads(block, ranges, m * (kc + o))
+            for i, (lo, hi) in enumerate(ranges):
+                cols = _columns(xp, win[lo:hi], ct, threads=False)
+                np.matmul(cols.reshape((hi - lo) * p, kc).T, dym[lo * p:hi * p], out=part[i])
             dw = part[0] if len(part) == 1 else part.sum(axis=0)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.

@@ -42,8 +42,9 @@ MIN_ELEMENTS = 1 << 16
 # Fused elementwise regions (and so optimizer updates) split only from this size: on 2 cores
 # the MLP b128 Adam step ran at 1.45x its numpy floor with 1 << 16, 0.99-1.18x with 1 << 20.
 FUSED_MIN_ELEMENTS = 1 << 20
-# ... or from this much work, elements times sub-ops: a region of many passes (the GELU
-# gradient's 13 over [1024, 512]) costs milliseconds on one core at half that size. Every
+# ... or from this much work, elements times sub-ops: a region of many passes (13 over
+# [1024, 512] were 2.1 ms) costs milliseconds on one core at half that size. Kernels of
+# many passes (GELU, LayerNormGrad) split their blocks by the same rule. Every
 # region of two or more sub-ops that FUSED_MIN_ELEMENTS splits, this splits too.
 FUSED_MIN_WORK = 1 << 21
 

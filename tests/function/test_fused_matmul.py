@@ -101,7 +101,7 @@ def test_a_sum_with_other_uses_keeps_its_relu_apart():
      (spec([3, 4], ef.int32), spec([4, 5], ef.int32), spec([5], ef.int32))),
     (lambda x, w, b: ef.matmul(x, w) + b,
      (spec([3, 4], ef.float16), spec([4, 5], ef.float16), spec([5], ef.float16))),
-    (lambda x, w, b: ef.matmul(x, w) + b, (spec([None, 4]), spec([4, 5]), spec([5]))),
+    (lambda x, w, b: ef.matmul(x, w) + b, (spec([3, 4]), spec([4, None]), spec([None]))),
 ])
 def test_no_rewrite(fn, specs):
     graph = _graph(fn, *specs)
@@ -133,3 +133,13 @@ def test_training_step_with_fused_layers_matches_eager(form):
     assert _ops(graph).count("FusedMatMul") == 2
     for got, want in zip(traced(x, y), grads(x, y)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_unknown_rows_fuse(form):
+    graph = _graph(lambda x, w, b: ef.nn.relu(ef.matmul(x, w) + b), spec([None, 4]),
+                   spec([4, 5]), spec([5]))
+    assert _ops(graph) == ["FusedMatMul"]
+    for rows in (1, 3, 600):
+        x, w, b = _rand(rows, 4), _rand(4, 5), _rand(5)
+        np.testing.assert_allclose(_run(graph, (x, w, b))[0], np.maximum(x @ w + b, 0),
+                                   rtol=1e-5, atol=1e-5)

@@ -2,12 +2,13 @@
 
 A MatMul of two matrices whose only use is an AddV2 with a vector along its last axis
 (a dense layer's bias, either operand order) becomes ``FusedMatMul(a, b, bias)``, which
-accumulates the product into the bias rows (see ``ops/linalg/fused_matmul_ops``); when
-the sum's only use is a Relu, the relu joins it too. The rewrite needs float32/float64
-operands of one dtype, static 2-D shapes, one device and no control inputs, and leaves
-graph outputs alone (the MatMul's and, for the relu, the AddV2's). It runs after the
-gradient is traced: the backward pass reads the relu's (or the sum's) result, which the
-fused node computes.
+adds the bias in the product's own buffer (see ``ops/linalg/fused_matmul_ops``); when the
+sum's only use is a Relu, the relu joins it too. The rewrite needs float32/float64
+operands of one dtype, 2-D shapes with the number of columns known (the rows may be a
+batch dimension of None), one device and no control inputs, and leaves graph outputs
+alone (the MatMul's and, for the relu, the AddV2's). It runs after the gradient is
+traced: the backward pass reads the relu's (or the sum's) result, which the fused node
+computes.
 
 Example:
     >>> import eagerflow as ef
@@ -87,8 +88,9 @@ def _bias_add_of_matmul(node, uses, outputs):
     if node.op != "AddV2" or node.control_inputs or len(node.inputs) != 2:
         return None
     out = node.avals[0]
+    # The rows may be unknown (a batch dimension of None); the bias' length may not.
     if out.dtype.name not in _FLOATS or out.shape is None or len(out.shape) != 2 or \
-            None in out.shape:
+            out.shape[1] is None:
         return None
     for k in (0, 1):
         (matmul, index), bias = node.inputs[k], node.inputs[1 - k]

@@ -221,6 +221,8 @@ SOFTSIGN = unary("Softsign", _softsign_kernel, dtypes=FLOAT, family="nn",
 
 # GELU: one primitive for both forms (``approximate``), with its gradient as a second one
 # (see ``gelu_kernels``). The composite was 9 nodes forward and a 13-op gradient region.
+# No GPU scalar expression: the form is a bool attr, which never enters CUDA source, so on
+# a GPU the two run their own kernels (the same passes, on cupy arrays).
 
 def _gelu_kernel(xp):
     def kernel(x, *, approximate=False):
@@ -299,26 +301,15 @@ def _gelu_grad_samples(rng, dtype):
             for a, b in BINARY_SHAPES for approximate in (False, True)]
 
 
-_GELU_C = "({T})%r * {0} * (({T})1 + ({T})%r * {0} * {0})" % (gelu_kernels.C, gelu_kernels.A)
-_GELU_GRAD_C = _GELU_C.replace("{0}", "{1}")
 GELU = unary(
     "Gelu", _gelu_kernel, dtypes=FLOAT, family="nn", domain=(-4.0, 4.0),
     reference=_gelu_reference, samples=_gelu_samples, sweep_dtypes=FLOAT,
     vjp=_gelu_vjp, saves=(0,),
-    gpu_expr=(GPU_FLOAT, "({approximate} ? ({T})0.5 * {0} * (({T})1 + tanh(%s)) : "
-                         "({T})0.5 * {0} * (({T})1 + erf({0} * ({T})%r)))"
-              % (_GELU_C, gelu_kernels.SQRT_HALF)),
     doc="GELU, the tanh form when ``approximate`` (see ``gelu_kernels``).")
 GELU_GRAD = binary(
     "GeluGrad", _gelu_grad_kernel, dtypes=FLOAT, family="nn", domain=(-2.0, 2.0),
     domain_y=(-4.0, 4.0), reference=_gelu_grad_reference, samples=_gelu_grad_samples,
     sweep_dtypes=FLOAT, vjp=_gelu_grad_vjp, saves=(0, 1),
-    gpu_expr=(GPU_FLOAT, "{0} * ({approximate} ? (({T})1 + tanh(%s)) * (({T})0.5 + {1} * "
-                         "(({T})%r + ({T})%r * {1} * {1}) * (({T})1 - tanh(%s))) : "
-                         "({T})0.5 * (({T})1 + erf({1} * ({T})%r)) + {1} * "
-                         "exp(({T})-0.5 * {1} * {1}) * ({T})%r)"
-              % (_GELU_GRAD_C, 0.5 * gelu_kernels.C, 1.5 * gelu_kernels.A * gelu_kernels.C,
-                 _GELU_GRAD_C, gelu_kernels.SQRT_HALF, gelu_kernels.INV_SQRT_2PI)),
     doc="The gradient of Gelu: ``gradients * gelu'(features)``.")
 
 

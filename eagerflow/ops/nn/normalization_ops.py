@@ -168,8 +168,9 @@ def _layer_norm_grad_shape(g, c, r):
 
 
 def _layer_norm_grad_reference(g, c, r):
-    w = [a.astype(np.float64) for a in (g, c, r)]
-    g64, c64, r64 = w
+    if g.size == 0:
+        return np.zeros(g.shape, g.dtype)
+    g64, c64, r64 = (a.astype(np.float64) for a in (g, c, r))
     n = c64 * r64
     out = r64 * (g64 - g64.mean(-1, keepdims=True) - n * (g64 * n).mean(-1, keepdims=True))
     return out.astype(g.dtype)

@@ -8,14 +8,13 @@ SparseTensors of one more dimension, as in tf.data (see ``ragged_elements`` and
 
 from __future__ import annotations
 
-from contextlib import closing
-
 import numpy as np
 
 from eagerflow import errors
 from eagerflow.data import ragged_elements, rows as rows_lib, sparse_elements, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.data.iterator_state import UnaryIterator
 from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
 from eagerflow.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 from eagerflow.tensor import Tensor, convert_to_tensor
@@ -43,18 +42,26 @@ def _batched_cardinality(n, batch_size, drop_remainder):
     return n // batch_size if drop_remainder else -(-n // batch_size)
 
 
-def _collect(input_dataset, batch_size, drop_remainder):
-    """Yields lists of ``batch_size`` consecutive elements (a shorter last one unless
-    ``drop_remainder``)."""
-    with closing(input_dataset._elements()) as iterator:
+class _BatchIterator(UnaryIterator):
+    """Lists of ``batch_size`` consecutive elements (a shorter last one unless
+    ``drop_remainder``), made into batches by the dataset's ``_make``.
+
+    A batch is collected within one ``next``, so between calls the state is the input's.
+    """
+
+    __slots__ = ()
+    _op = "Batch"
+
+    def __next__(self):
+        dataset = self._dataset
         batch = []
-        for element in iterator:
+        for element in self._input:
             batch.append(element)
-            if len(batch) == batch_size:
-                yield batch
-                batch = []
-        if batch and not drop_remainder:
-            yield batch
+            if len(batch) == dataset._batch_size:
+                return dataset._make(batch)
+        if batch and not dataset._drop_remainder:
+            return dataset._make(batch)
+        raise StopIteration
 
 
 def stack_elements(batch, leaf_specs=None):
@@ -115,8 +122,11 @@ class BatchDataset(Dataset):
         leaf_specs = structure.flatten(self._inputs[0].element_spec)
         if not any(isinstance(s, (RaggedTensorSpec, SparseTensorSpec)) for s in leaf_specs):
             leaf_specs = None
-        for batch in _collect(self._inputs[0], self._batch_size, self._drop_remainder):
-            yield stack_elements(batch, leaf_specs)
+        self._leaf_specs = leaf_specs
+        return _BatchIterator(self)
+
+    def _make(self, batch):
+        return stack_elements(batch, self._leaf_specs)
 
 
 class DenseToRaggedDataset(Dataset):
@@ -140,12 +150,18 @@ class DenseToRaggedDataset(Dataset):
         return self._inputs[0]._cardinality()
 
     def _elements(self):
-        ranks = self._ragged_ranks
-        pack = structure.packer(self._spec)
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                yield pack([ragged_elements.from_dense(t, r) if r else t
-                            for t, r in zip(structure.flatten(element), ranks)])
+        return _DenseToRaggedIterator(self)
+
+
+class _DenseToRaggedIterator(UnaryIterator):
+    __slots__ = ()
+    _op = "DenseToRagged"
+
+    def __next__(self):
+        element = next(self._input)
+        pack = structure.packer(self._dataset._spec)
+        return pack([ragged_elements.from_dense(t, r) if r else t
+                     for t, r in zip(structure.flatten(element), self._dataset._ragged_ranks)])
 
 
 def _shape_of(value, what):
@@ -228,11 +244,13 @@ class PaddedBatchDataset(Dataset):
                                     self._drop_remainder)
 
     def _elements(self):
-        for batch in _collect(self._inputs[0], self._batch_size, self._drop_remainder):
-            columns = zip(*[structure.flatten(e) for e in batch])
-            out = [self._pad(i, [np.asarray(t) for t in column])
-                   for i, column in enumerate(columns)]
-            yield structure.pack(batch[0], out)
+        return _BatchIterator(self)
+
+    def _make(self, batch):
+        columns = zip(*[structure.flatten(e) for e in batch])
+        out = [self._pad(i, [np.asarray(t) for t in column])
+               for i, column in enumerate(columns)]
+        return structure.pack(batch[0], out)
 
     def _pad(self, index, arrays):
         padded = self._shapes[index].as_list()
@@ -302,26 +320,57 @@ class UnbatchDataset(Dataset):
         return UNKNOWN
 
     def _elements(self):
+        return _UnbatchIterator(self)
+
+
+class _UnbatchIterator(UnaryIterator):
+    """Saves the element being split and how many of its rows were returned."""
+
+    __slots__ = ("_element", "_rows", "_at")
+    _op = "Unbatch"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._element, self._rows, self._at = None, None, 0
+
+    def _split(self, element):
+        flat = structure.flatten(element)
+        arrays = [ragged_elements.rows(t) if isinstance(t, RaggedTensor) else
+                  sparse_elements.rows(t) if isinstance(t, SparseTensor) else
+                  _read_only(t) for t in flat]
+        if any(getattr(a, "ndim", 1) == 0 for a in arrays):
+            raise errors.InvalidArgumentError(
+                None, "unbatch", "Dataset.unbatch: an element has a scalar component, "
+                "which has no batch dimension to split.")
+        sizes = {len(a) for a in arrays}
+        if len(sizes) > 1:
+            raise errors.InvalidArgumentError(
+                None, "unbatch", "Dataset.unbatch: the components of an element have "
+                "different batch sizes %s; they must all have the same first "
+                "dimension." % sorted(sizes))
+        return arrays
+
+    def __next__(self):
+        while self._rows is None or self._at >= len(self._rows[0]):
+            self._element = next(self._input)
+            self._rows, self._at = self._split(self._element), 0
+        i = self._at
+        self._at += 1
         wrap = structure.wrap_array
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                flat = structure.flatten(element)
-                arrays = [ragged_elements.rows(t) if isinstance(t, RaggedTensor) else
-                          sparse_elements.rows(t) if isinstance(t, SparseTensor) else
-                          _read_only(t) for t in flat]
-                if any(getattr(a, "ndim", 1) == 0 for a in arrays):
-                    raise errors.InvalidArgumentError(
-                        None, "unbatch", "Dataset.unbatch: an element has a scalar component, "
-                        "which has no batch dimension to split.")
-                sizes = {len(a) for a in arrays}
-                if len(sizes) > 1:
-                    raise errors.InvalidArgumentError(
-                        None, "unbatch", "Dataset.unbatch: the components of an element have "
-                        "different batch sizes %s; they must all have the same first "
-                        "dimension." % sorted(sizes))
-                pack = structure.packer(element)
-                for i in range(len(arrays[0])):
-                    yield pack([a[i] if type(a) is list else wrap(a[i, ...]) for a in arrays])
+        return structure.packer(self._element)(
+            [a[i] if type(a) is list else wrap(a[i, ...]) for a in self._rows])
+
+    def _save(self, writer):
+        writer.int("open", self._element is not None)
+        if self._element is not None:
+            writer.elements("element", [self._element], "unbatch")
+            writer.int("at", self._at)
+
+    def _restore(self, reader):
+        if reader.int("open"):
+            (self._element,) = reader.elements("element", self._dataset._inputs[0].element_spec)
+            self._rows = self._split(self._element)
+            self._at = reader.count("at", len(self._rows[0]))
 
 
 def _read_only(tensor):

@@ -15,14 +15,14 @@ import hashlib
 import os
 import re
 import threading
-from contextlib import closing
 
 import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
-from eagerflow.data import ragged_elements, sparse_elements, structure
+from eagerflow.data import iterator_state, ragged_elements, sparse_elements, structure
 from eagerflow.data.dataset import Dataset
+from eagerflow.data.iterator_state import StatefulIterator
 
 __all__ = ["CacheDataset"]
 
@@ -62,32 +62,16 @@ class CacheDataset(Dataset):
 
     def _elements(self):
         if not self._path:
-            return self._from_memory()
-        if os.path.exists(os.path.join(self._path, _INDEX)):
-            return _read(self._path, self.element_spec)
-        return self._write_pass()
-
-    # -- memory ---------------------------------------------------------------------------------
-
-    def _from_memory(self):
-        cached = self._memory
-        if cached is not None:
-            yield from cached
-            return
-        collected = []
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                collected.append(element)
-                yield element
-        with self._lock:  # only a complete pass is kept
-            if self._memory is None:
-                self._memory = collected
+            return _MemoryCacheIterator(self)
+        return _FileCacheIterator(self)
 
     # -- files ----------------------------------------------------------------------------------
 
-    def _write_pass(self):
-        # json, shutil and uuid are imported where used: programs that never write a file
-        # cache do not pay for them at import.
+    def _write_pass(self, iterator):
+        """Yields the elements of ``iterator`` (an input pass) while writing them to a
+        temporary directory, moved into place when the pass completes."""
+        # shutil and uuid are imported where used: programs that never write a file cache
+        # do not pay for them at import.
         import shutil
         import uuid
 
@@ -99,16 +83,145 @@ class CacheDataset(Dataset):
         writer = _Writer(temp)
         done = False
         try:
-            with closing(self._inputs[0]._elements()) as iterator:
-                for element in iterator:
-                    writer.add(element)
-                    yield element
+            for element in iterator:
+                writer.add(element)
+                yield element
             writer.finish(lambda: self.element_spec)
             done = True
             _publish(temp, path)
         finally:
             if not done or os.path.exists(temp):
                 shutil.rmtree(temp, ignore_errors=True)
+
+
+class _MemoryCacheIterator(StatefulIterator):
+    """The first complete pass is kept in memory; later passes read it.
+
+    Saved state, as TF's: while reading, the cache and the index; while the first pass is
+    collecting, what it collected and the input's state.
+    """
+
+    __slots__ = ("_dataset", "_cached", "_next", "_input", "_collected")
+    _op = "MemoryCache"
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._cached = dataset._memory
+        self._next = 0
+        self._input = None if self._cached is not None else dataset._inputs[0]._elements()
+        self._collected = []
+
+    def __next__(self):
+        if self._input is None:
+            if self._next >= len(self._cached):
+                raise StopIteration
+            self._next += 1
+            return self._cached[self._next - 1]
+        try:
+            element = next(self._input)
+        except StopIteration:
+            dataset = self._dataset
+            with dataset._lock:  # only a complete pass is kept
+                if dataset._memory is None:
+                    dataset._memory = self._collected
+            self._cached, self._next = self._collected, len(self._collected)
+            self._input.close()
+            self._input = None
+            raise
+        self._collected.append(element)
+        return element
+
+    def close(self):
+        if self._input is not None:
+            self._input.close()
+
+    def save(self, writer):
+        reading = self._input is None
+        writer.int("reading", reading)
+        if reading:
+            writer.int("next", self._next)
+            writer.elements("cache", self._cached, "cache")
+        else:
+            writer.elements("collected", self._collected, "cache")
+            writer.save_input("", self._input, self._dataset._inputs[0])
+
+    def restore(self, reader):
+        dataset = self._dataset
+        spec = dataset.element_spec
+        if reader.int("reading"):
+            cached = reader.elements("cache", spec)
+            index = reader.int("next")
+            if not 0 <= index <= len(cached):
+                raise iterator_state._not_found(reader.prefix, "bad saved cache index")
+            with dataset._lock:
+                if dataset._memory is None:
+                    dataset._memory = cached
+            if self._input is not None:
+                self._input.close()
+            self._input, self._cached, self._next = None, cached, index
+            return
+        if self._input is None:
+            self._input = dataset._inputs[0]._elements()
+        self._collected = reader.elements("collected", spec)
+        reader.restore_input("", self._input, dataset._inputs[0])
+
+
+class _FileCacheIterator(StatefulIterator):
+    """Reads a finished file cache, or runs the input pass writing one.
+
+    Saved state: while reading, how many elements were read (a restore reads past them in
+    the files, which are regular files); while writing, the input's state. A restored
+    writing pass goes on without writing (the elements before the save are not in this
+    process), so the cache is written by the next complete pass instead.
+    """
+
+    __slots__ = ("_dataset", "_reading", "_read", "_input", "_elements")
+    _op = "FileCache"
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._read = 0
+        self._reading = os.path.exists(os.path.join(dataset._path, _INDEX))
+        if self._reading:
+            self._input = None
+            self._elements = _read(dataset._path, dataset.element_spec)
+        else:
+            self._input = dataset._inputs[0]._elements()
+            self._elements = dataset._write_pass(self._input)
+
+    def __next__(self):
+        element = next(self._elements)
+        self._read += 1
+        return element
+
+    def close(self):
+        self._elements.close()
+        if self._input is not None:
+            self._input.close()
+
+    def save(self, writer):
+        writer.int("reading", self._reading)
+        if self._reading:
+            writer.int("read", self._read)
+        else:
+            writer.save_input("", self._input, self._dataset._inputs[0])
+
+    def restore(self, reader):
+        dataset = self._dataset
+        self.close()
+        if reader.int("reading"):
+            count = reader.count("read")
+            self._reading, self._input, self._read = True, None, 0
+            self._elements = _read(dataset._path, dataset.element_spec)
+            for _ in range(count):
+                if next(self._elements, None) is None:
+                    break
+                self._read += 1
+            return
+        self._reading = False
+        self._input = dataset._inputs[0]._elements()
+        reader.restore_input("", self._input, dataset._inputs[0])
+        self._elements = self._input
 
 
 def _publish(temp, path):

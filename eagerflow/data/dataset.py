@@ -9,9 +9,11 @@ Dataset inherits its sources (``from_tensor_slices``, ``range``, ...) from
 :mod:`eagerflow.data.transformation_methods`. Those methods check their arguments and build
 the implementation datasets found in ``sources``, ``batching``, ``mapping``, ``selection``,
 ``shuffling``, ``caching``, ``prefetching`` and ``options``; each implementation provides
-three things: ``_elements()`` (a generator of one pass), ``_compute_spec()`` and
-``_cardinality()``. In-memory sources also provide ``_rows()`` (see
-:mod:`eagerflow.data.rows`), which lets ``batch`` slice arrays directly.
+three things: ``_elements()`` (an iterator of one pass: a
+:class:`~eagerflow.data.iterator_state.StatefulIterator` when its position can be saved,
+see :mod:`eagerflow.data.iterator_state`), ``_compute_spec()`` and ``_cardinality()``.
+In-memory sources also provide ``_rows()`` (see :mod:`eagerflow.data.rows`), which lets
+``batch`` slice arrays directly.
 
 The methods import the implementation modules locally, when called, not at the top: those
 modules define Dataset's subclasses, so they import this module. A base class whose methods
@@ -269,11 +271,12 @@ class DatasetIterator:
         (0, 1)
     """
 
-    __slots__ = ("_dataset", "_gen", "__weakref__")
+    __slots__ = ("_dataset", "_gen", "_exhausted", "__weakref__")
 
     def __init__(self, dataset):
         self._dataset = dataset
         self._gen = dataset._elements()
+        self._exhausted = False
 
     def __iter__(self):
         return self
@@ -281,7 +284,13 @@ class DatasetIterator:
     def __next__(self):
         if _state.trace is not None:
             _refuse_in_trace()
-        return next(self._gen)
+        if self._exhausted:
+            raise StopIteration
+        try:
+            return next(self._gen)
+        except StopIteration:
+            self._exhausted = True
+            raise
 
     next = __next__
 
@@ -292,6 +301,64 @@ class DatasetIterator:
         except StopIteration:
             raise errors.OutOfRangeError(None, "IteratorGetNext", "End of sequence") from None
 
+    # -- checkpointing (``tf.train.Checkpoint(iterator=it)``) --------------------------------
+
+    def _save_state(self):
+        """This pass's position as bytes (see :mod:`eagerflow.data.iterator_state`).
+
+        Raises:
+            UnimplementedError: If a dataset of the pipeline cannot save its position
+                (``from_generator``, as in TF).
+            FailedPreconditionError: If a function of the pipeline is stateful and the
+                options' ``experimental_external_state_policy`` is FAIL (the default).
+        """
+        from eagerflow.data import iterator_state
+
+        writer = iterator_state.StateWriter(
+            policy=self._dataset.options().experimental_external_state_policy)
+        writer.int("exhausted", self._exhausted)
+        # Shuffle epoch counters belong to the datasets (TF's seed generators): saved here
+        # for the whole pipeline, including shuffles whose pass has not started.
+        writer.ints("shuffle_epochs", [d._epochs for d in _shuffles(self._dataset)])
+        writer.save_input("", self._gen, self._dataset)
+        return iterator_state.to_bytes(writer)
+
+    def _restore_state(self, data):
+        """Continues from a position :meth:`_save_state` returned, for the same pipeline.
+
+        Raises:
+            NotFoundError: If the state was saved from a pipeline of another shape.
+            DataLossError: If the state is corrupt.
+        """
+        from eagerflow.data import iterator_state
+
+        reader = iterator_state.from_bytes(data)
+        shuffles = _shuffles(self._dataset)
+        fresh = self._dataset._elements()
+        try:
+            reader.restore_input("", fresh, self._dataset)
+            exhausted = bool(reader.int("exhausted"))
+            epochs = reader.ints("shuffle_epochs", len(shuffles)).tolist()
+        except BaseException:
+            fresh.close()
+            raise
+        for dataset, epoch in zip(shuffles, epochs):
+            dataset._epochs = max(0, epoch)
+        self._gen.close()
+        self._gen, self._exhausted = fresh, exhausted
+
+    def _serialize_to_tensors(self):
+        """``{"ITERATOR_STATE": uint8 tensor}``: the checkpoint key TF uses for iterators."""
+        return {"ITERATOR_STATE": np.frombuffer(self._save_state(), np.uint8)}
+
+    def _restore_from_tensors(self, tensors):
+        value = tensors["ITERATOR_STATE"]
+        if value.dtype != np.uint8 or value.ndim != 1:
+            raise errors.DataLossError(
+                None, "DeserializeIterator", "The saved iterator state must be a uint8 "
+                "vector, got %s of shape %s." % (value.dtype, value.shape))
+        self._restore_state(value.tobytes())
+
     @property
     def element_spec(self):
         return self._dataset.element_spec
@@ -299,6 +366,25 @@ class DatasetIterator:
     def close(self):
         """Ends the pass now, stopping any background work it started."""
         self._gen.close()
+
+
+def _shuffles(dataset):
+    """The shuffle datasets of a pipeline, inputs first, each once."""
+    from eagerflow.data.shuffling import ShuffleDataset
+
+    seen, out = set(), []
+
+    def visit(d):
+        if id(d) in seen:
+            return
+        seen.add(id(d))
+        for child in d._inputs:
+            visit(child)
+        if isinstance(d, ShuffleDataset):
+            out.append(d)
+
+    visit(dataset)
+    return out
 
 
 def _refuse_in_trace():

@@ -23,7 +23,8 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.data import structure
+from eagerflow.data import iterator_state, structure
+from eagerflow.data.iterator_state import StatefulIterator
 from eagerflow.data.dataset import Dataset
 from eagerflow.io import tfrecord, untrusted
 from eagerflow.ops.io.csv_ops import _default_of, _fields, decode_csv
@@ -88,15 +89,16 @@ class TextLineDataset(Dataset):
         self._spec = TensorSpec([], d.string)
 
     def _elements(self):
-        for path in self._files:
-            f = _open_text(path, self._compression, "TextLineDataset")
-            try:
-                for line in f:
-                    if line.endswith(b"\n"):
-                        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
-                    yield _string(line)
-            finally:
-                f.close()
+        return _FileIterator(self._files, self._lines, _line_element, seekable=True)
+
+    def _lines(self, path, offset=0):
+        f = _open_text(path, self._compression, "TextLineDataset")
+        try:
+            if offset:
+                f.seek(offset)  # a restored position (GZIP reads up to it)
+            yield from f
+        finally:
+            f.close()
 
 
 class TFRecordDataset(Dataset):
@@ -120,9 +122,8 @@ class TFRecordDataset(Dataset):
         self._spec = TensorSpec([], d.string)
 
     def _elements(self):
-        for path in self._files:
-            for record in tfrecord.read_records(path, self._compression):
-                yield _string(record)
+        return _FileIterator(self._files, lambda path: tfrecord.read_records(
+            path, self._compression), _string)
 
 
 class CsvDataset(Dataset):
@@ -158,24 +159,96 @@ class CsvDataset(Dataset):
         self._spec = tuple(TensorSpec([], dt) for dt in dtypes)
 
     def _elements(self):
-        for path in self._lines._files:
-            f = _open_text(path, self._lines._compression, "CsvDataset")
-            try:
-                for i, line in enumerate(f):
-                    if i == 0 and self._header:
-                        continue
-                    line = line.rstrip(b"\r\n")
-                    if not line:
-                        continue
-                    kw = dict(self._kw)
-                    if self._exclude is not None:
-                        n = len(_fields(line, _delim_bytes(kw["field_delim"]),
-                                        kw["use_quote_delim"]))
-                        kw["select_cols"] = [c for c in range(n) if c not in self._exclude]
-                    cols = decode_csv(line, self._defaults, **kw)
-                    yield tuple(cols)
-            finally:
-                f.close()
+        return _FileIterator(self._lines._files, self._rows, lambda row: row)
+
+    def _rows(self, path):
+        """One file's rows; each file line is one record (None for lines skipped)."""
+        f = _open_text(path, self._lines._compression, "CsvDataset")
+        try:
+            for i, line in enumerate(f):
+                if i == 0 and self._header:
+                    yield None
+                    continue
+                line = line.rstrip(b"\r\n")
+                if not line:
+                    yield None
+                    continue
+                kw = dict(self._kw)
+                if self._exclude is not None:
+                    n = len(_fields(line, _delim_bytes(kw["field_delim"]),
+                                    kw["use_quote_delim"]))
+                    kw["select_cols"] = [c for c in range(n) if c not in self._exclude]
+                yield tuple(decode_csv(line, self._defaults, **kw))
+        finally:
+            f.close()
+
+
+def _line_element(line):
+    if line.endswith(b"\n"):
+        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+    return _string(line)
+
+
+_END = object()
+
+
+class _FileIterator(StatefulIterator):
+    """The records of several files in order; saves the file and the position in it.
+
+    With ``seekable`` (text lines: ``open_records(path, offset)`` starts at a byte offset)
+    the position is the byte offset of the next record, as TF saves it; otherwise it is
+    the number of records read, and restoring reopens the file and reads past them (the
+    files are regular files, so this cannot block). A record that ``make`` turns into None
+    is skipped (a CSV header or blank line).
+    """
+
+    __slots__ = ("_files", "_open", "_make", "_seekable", "_file", "_records", "_read")
+    _op = "Files"
+
+    def __init__(self, files, open_records, make, seekable=False):
+        self._files, self._open, self._make = files, open_records, make
+        self._seekable = seekable
+        self._file = 0  # index of the file being read
+        self._records = None  # its record iterator, opened on demand
+        self._read = 0  # bytes (seekable) or records read from it
+
+    def _reopen(self):
+        path = self._files[self._file]
+        if self._seekable:
+            self._records = self._open(path, self._read)
+            return
+        self._records = self._open(path)
+        for _ in range(self._read):  # a restored position: read past these
+            if next(self._records, _END) is _END:
+                break
+
+    def __next__(self):
+        while self._file < len(self._files):
+            if self._records is None:
+                self._reopen()
+            for record in self._records:
+                self._read += len(record) if self._seekable else 1
+                element = self._make(record)
+                if element is not None:
+                    return element
+            self._records.close()
+            self._records, self._read = None, 0
+            self._file += 1
+        raise StopIteration
+
+    def close(self):
+        if self._records is not None:
+            self._records.close()
+
+    def save(self, writer):
+        writer.ints("file_read", (self._file, self._read))
+
+    def restore(self, reader):
+        file, read = reader.ints("file_read", 2).tolist()
+        if not 0 <= file <= len(self._files) or read < 0:
+            raise iterator_state._not_found(reader.prefix, "saved file %d of %d" % (
+                file, len(self._files)))
+        self._file, self._read = file, read
 
 
 def _delim_bytes(delim):

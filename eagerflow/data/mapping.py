@@ -4,9 +4,8 @@ interleave and scan."""
 from __future__ import annotations
 
 import collections
-from contextlib import closing
 
-from eagerflow.data import arguments, functions, prefetching, structure
+from eagerflow.data import arguments, functions, iterator_state, prefetching, structure
 from eagerflow.data.dataset import Dataset
 
 __all__ = ["MapDataset", "FilterDataset", "TakeWhileDataset", "FlatMapDataset",
@@ -45,34 +44,75 @@ class MapDataset(Dataset):
         return self._parallel(self._workers, ordered)
 
     def _sequential(self):
-        apply = self._apply
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                yield apply(element)
+        return _MapIterator(self)
 
     def _parallel(self, workers, ordered):
-        from concurrent import futures
+        return _ParallelMapIterator(self, workers, ordered)
 
-        pool = futures.ThreadPoolExecutor(workers, thread_name_prefix="eagerflow-data-map")
+
+def _check_function(writer, dataset, func, method):
+    """Refuses to save a pass through a stateful user function (see ``iterator_state``)."""
+    iterator_state.check_external_state(writer, dataset, func,
+                                        dataset._inputs[0].element_spec, method)
+
+
+class _MapIterator(iterator_state.UnaryIterator):
+    __slots__ = ("_apply",)
+    _op = "Map"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._apply = dataset._apply
+
+    def __next__(self):
+        return self._apply(next(self._input))
+
+    def _save(self, writer):
+        _check_function(writer, self._dataset, self._dataset._func, "map")
+
+
+class _ParallelMapIterator(iterator_state.UnaryIterator):
+    """``map`` on a thread pool: calls run ahead of the consumer, results come in order
+    (or, when not deterministic, the earliest finished first).
+
+    Saving waits for the calls in flight and stores their results, as TF does.
+    """
+
+    __slots__ = ("_workers", "_ordered", "_pool", "_pending", "_ready", "_end")
+    _op = "ParallelMap"
+
+    def __init__(self, dataset, workers, ordered):
+        super().__init__(dataset)
+        self._workers, self._ordered = workers, ordered
+        self._pool = None
+        self._pending = collections.deque()
+        self._ready = collections.deque()  # results restored from a checkpoint come first
+        self._end = False
+
+    def __next__(self):
+        if self._ready:
+            return self._ready.popleft()
+        if self._pool is None:
+            from concurrent import futures
+
+            self._pool = futures.ThreadPoolExecutor(self._workers,
+                                                    thread_name_prefix="eagerflow-data-map")
         # Twice the workers in flight keeps every worker busy while the consumer reads.
-        window = 2 * workers
-        pending = collections.deque()
-        try:
-            with closing(self._inputs[0]._elements()) as iterator:
-                for element in iterator:
-                    pending.append(pool.submit(self._apply, element))
-                    if len(pending) >= window:
-                        yield self._next_done(pending, ordered)
-            while pending:
-                yield self._next_done(pending, ordered)
-        finally:
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
+        window = 2 * self._workers
+        while not self._end and len(self._pending) < window:
+            try:
+                element = next(self._input)
+            except StopIteration:
+                self._end = True
+                break
+            self._pending.append(self._pool.submit(self._dataset._apply, element))
+        if not self._pending:
+            raise StopIteration
+        return self._next_done()
 
-    @staticmethod
-    def _next_done(pending, ordered):
-        if ordered:
+    def _next_done(self):
+        pending = self._pending
+        if self._ordered:
             return pending.popleft().result()
         from concurrent import futures
 
@@ -83,6 +123,32 @@ class MapDataset(Dataset):
                 pending.remove(future)
                 return future.result()
         raise AssertionError("wait returned no finished future")
+
+    def close(self):
+        for future in self._pending:
+            future.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._input.close()
+
+    def __del__(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _save(self, writer):
+        _check_function(writer, self._dataset, self._dataset._func, "map")
+        results = list(self._ready)
+        # The calls in flight finish first; an error in one is raised here, as it would be
+        # when its result is read.
+        results += [future.result() for future in self._pending]
+        self._ready = collections.deque(results)
+        self._pending.clear()
+        writer.elements("results", results, "map")
+        writer.int("end", self._end)
+
+    def _restore(self, reader):
+        self._ready = collections.deque(reader.elements("results", self._dataset.element_spec))
+        self._end = bool(reader.int("end"))
 
 
 class FilterDataset(Dataset):
@@ -97,11 +163,23 @@ class FilterDataset(Dataset):
         return self._inputs[0].element_spec
 
     def _elements(self):
-        predicate, call = self._predicate, structure.call_with_element
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                if functions.predicate_value(call(predicate, element), "filter"):
-                    yield element
+        return _FilterIterator(self)
+
+
+class _FilterIterator(iterator_state.UnaryIterator):
+    __slots__ = ()
+    _op = "Filter"
+
+    def __next__(self):
+        predicate, call = self._dataset._predicate, structure.call_with_element
+        value = functions.predicate_value
+        for element in self._input:
+            if value(call(predicate, element), "filter"):
+                return element
+        raise StopIteration
+
+    def _save(self, writer):
+        _check_function(writer, self._dataset, self._dataset._predicate, "filter")
 
 
 class TakeWhileDataset(Dataset):
@@ -116,12 +194,34 @@ class TakeWhileDataset(Dataset):
         return self._inputs[0].element_spec
 
     def _elements(self):
-        predicate, call = self._predicate, structure.call_with_element
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                if not functions.predicate_value(call(predicate, element), "take_while"):
-                    return
-                yield element
+        return _TakeWhileIterator(self)
+
+
+class _TakeWhileIterator(iterator_state.UnaryIterator):
+    __slots__ = ("_done",)
+    _op = "TakeWhile"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._done = False
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        element = next(self._input)
+        if not functions.predicate_value(
+                structure.call_with_element(self._dataset._predicate, element), "take_while"):
+            self._done = True
+            self._input.close()
+            raise StopIteration
+        return element
+
+    def _save(self, writer):
+        _check_function(writer, self._dataset, self._dataset._predicate, "take_while")
+        writer.int("done", self._done)
+
+    def _restore(self, reader):
+        self._done = bool(reader.int("done"))
 
 
 class _DatasetFunction:
@@ -153,10 +253,51 @@ class FlatMapDataset(Dataset):
                                     "flat_map")
 
     def _elements(self):
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                with closing(self._func(element)._elements()) as inner:
-                    yield from inner
+        return _FlatMapIterator(self)
+
+
+class _FlatMapIterator(iterator_state.UnaryIterator):
+    """Saves the input element whose dataset is open and that dataset's iterator; restoring
+    calls ``map_func`` on the element again to rebuild it (as TF does)."""
+
+    __slots__ = ("_element", "_inner", "_inner_dataset")
+    _op = "FlatMap"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._element = self._inner = self._inner_dataset = None
+
+    def __next__(self):
+        while True:
+            if self._inner is None:
+                self._element = next(self._input)
+                self._inner_dataset = self._dataset._func(self._element)
+                self._inner = self._inner_dataset._elements()
+            for item in self._inner:
+                return item
+            self._inner.close()
+            self._element = self._inner = self._inner_dataset = None
+
+    def close(self):
+        if self._inner is not None:
+            self._inner.close()
+        self._input.close()
+
+    def _save(self, writer):
+        writer.int("open", self._inner is not None)
+        if self._inner is not None:
+            writer.elements("element", [self._element], "flat_map")
+            writer.save_input("[inner]", self._inner, self._inner_dataset)
+
+    def _restore(self, reader):
+        if self._inner is not None:
+            self._inner.close()
+        self._element = self._inner = self._inner_dataset = None
+        if reader.int("open"):
+            (self._element,) = reader.elements("element", self._dataset._inputs[0].element_spec)
+            self._inner_dataset = self._dataset._func(self._element)
+            self._inner = self._inner_dataset._elements()
+            reader.restore_input("[inner]", self._inner, self._inner_dataset)
 
 
 class InterleaveDataset(Dataset):
@@ -186,44 +327,86 @@ class InterleaveDataset(Dataset):
         dataset = self._func(element)
         if self._parallel:
             # Each open dataset is read ahead by its own thread; the order is unchanged.
-            return prefetching.background(dataset._elements, max(2, self._block),
-                                          name="eagerflow-data-interleave")
-        return dataset._elements()
+            return dataset, prefetching.background(dataset._elements, max(2, self._block),
+                                                   name="eagerflow-data-interleave",
+                                                   dataset=dataset)
+        return dataset, dataset._elements()
 
     def _elements(self):
-        cycle, block = self._cycle, self._block
-        slots = [None] * cycle
-        index = block_index = num_open = 0
-        end_of_input = False
-        try:
-            with closing(self._inputs[0]._elements()) as inputs:
-                while not end_of_input or num_open:
-                    current = slots[index]
-                    if current is not None:
-                        item = next(current, _END)
-                        if item is not _END:
-                            yield item
-                            block_index += 1
-                            if block_index == block:
-                                block_index, index = 0, (index + 1) % cycle
-                            continue
-                        current.close()
-                        slots[index] = None
-                        num_open -= 1
-                        block_index, index = 0, (index + 1) % cycle
-                    elif not end_of_input:
-                        element = next(inputs, _END)
-                        if element is _END:
-                            end_of_input = True
-                        else:
-                            slots[index] = self._open(element)
-                            num_open += 1
-                    else:
-                        block_index, index = 0, (index + 1) % cycle
-        finally:
-            for slot in slots:
-                if slot is not None:
-                    slot.close()
+        return _InterleaveIterator(self)
+
+
+class _InterleaveIterator(iterator_state.UnaryIterator):
+    """TF's interleave order. Saves, per slot, the input element and its open dataset's
+    iterator; restoring calls ``map_func`` on the elements again (as TF does)."""
+
+    __slots__ = ("_slots", "_index", "_block_index", "_num_open", "_end_of_input")
+    _op = "Interleave"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._slots = [None] * dataset._cycle  # (element, dataset, iterator) or None
+        self._index = self._block_index = self._num_open = 0
+        self._end_of_input = False
+
+    def __next__(self):
+        cycle, block = self._dataset._cycle, self._dataset._block
+        slots = self._slots
+        while not self._end_of_input or self._num_open:
+            current = slots[self._index]
+            if current is not None:
+                item = next(current[2], _END)
+                if item is not _END:
+                    self._block_index += 1
+                    if self._block_index == block:
+                        self._block_index, self._index = 0, (self._index + 1) % cycle
+                    return item
+                current[2].close()
+                slots[self._index] = None
+                self._num_open -= 1
+                self._block_index, self._index = 0, (self._index + 1) % cycle
+            elif not self._end_of_input:
+                element = next(self._input, _END)
+                if element is _END:
+                    self._end_of_input = True
+                else:
+                    slots[self._index] = (element,) + self._dataset._open(element)
+                    self._num_open += 1
+            else:
+                self._block_index, self._index = 0, (self._index + 1) % cycle
+        raise StopIteration
+
+    def close(self):
+        for slot in self._slots:
+            if slot is not None:
+                slot[2].close()
+        self._input.close()
+
+    def _save(self, writer):
+        writer.ints("position", (self._index, self._block_index, self._num_open,
+                                 self._end_of_input))
+        opened = [i for i, slot in enumerate(self._slots) if slot is not None]
+        writer.ints("open", opened)
+        writer.elements("elements", [self._slots[i][0] for i in opened], "interleave")
+        for i in opened:
+            writer.save_input("[%d]" % i, self._slots[i][2], self._slots[i][1])
+
+    def _restore(self, reader):
+        cycle = self._dataset._cycle
+        index, block_index, num_open, end = reader.ints("position", 4).tolist()
+        opened = reader.ints("open").tolist()
+        if not 0 <= index < cycle or not 0 <= block_index < self._dataset._block or \
+                num_open != len(opened) or any(not 0 <= i < cycle for i in opened) or \
+                len(set(opened)) != len(opened):
+            raise iterator_state._not_found(
+                reader.prefix, "the saved cycle does not fit cycle_length %d and "
+                "block_length %d" % (cycle, self._dataset._block))
+        self._index, self._block_index, self._num_open = index, block_index, num_open
+        self._end_of_input = bool(end)
+        elements = reader.elements("elements", self._dataset._inputs[0].element_spec)
+        for i, element in zip(opened, elements):
+            self._slots[i] = (element,) + self._dataset._open(element)
+            reader.restore_input("[%d]" % i, self._slots[i][2], self._slots[i][1])
 
 
 class ScanDataset(Dataset):
@@ -253,9 +436,26 @@ class ScanDataset(Dataset):
         return self._inputs[0]._cardinality()
 
     def _elements(self):
-        state = self._initial
-        with closing(self._inputs[0]._elements()) as iterator:
-            for element in iterator:
-                state, output = self._step(state, element)
-                yield output
+        return _ScanIterator(self)
+
+
+class _ScanIterator(iterator_state.UnaryIterator):
+    __slots__ = ("_state",)
+    _op = "Scan"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._state = dataset._initial
+
+    def __next__(self):
+        self._state, output = self._dataset._step(self._state, next(self._input))
+        return output
+
+    def _save(self, writer):
+        dataset = self._dataset
+        _check_function(writer, dataset, lambda e: dataset._step(dataset._initial, e), "scan")
+        writer.elements("state", [self._state], "scan")
+
+    def _restore(self, reader):
+        (self._state,) = reader.elements("state", self._dataset._state_spec)
 

@@ -7,9 +7,6 @@ arrays directly.
 
 from __future__ import annotations
 
-import itertools
-from contextlib import closing
-
 import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
@@ -17,6 +14,7 @@ from eagerflow import errors
 from eagerflow.data import arguments, rows as rows_lib, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.data.iterator_state import StatefulIterator, UnaryIterator, _not_found
 from eagerflow.tensor_shape import TensorSpec
 
 __all__ = ["RepeatDataset", "TakeDataset", "SkipDataset", "ShardDataset", "EnumerateDataset"]
@@ -68,15 +66,7 @@ class RepeatDataset(_Unary):
         return self._passes()
 
     def _passes(self):
-        passes = itertools.count() if self._count < 0 else range(self._count)
-        for _ in passes:
-            empty = True
-            with closing(self._input._elements()) as iterator:
-                for element in iterator:
-                    empty = False
-                    yield element
-            if empty:
-                return  # repeating an empty pass forever would never yield: stop, as TF
+        return _RepeatIterator(self)
 
     def _rows(self):
         count = None if self._count < 0 else self._count
@@ -105,16 +95,7 @@ class TakeDataset(_Unary):
         return self._taken()
 
     def _taken(self):
-        if self._count == 0:
-            return
-        with closing(self._input._elements()) as iterator:
-            if self._count < 0:
-                yield from iterator
-                return
-            for position, element in enumerate(iterator, 1):
-                yield element
-                if position == self._count:
-                    return
+        return _TakeIterator(self)
 
     def _rows(self):
         if self._count < 0:
@@ -143,12 +124,7 @@ class SkipDataset(_Unary):
         return self._skipped()
 
     def _skipped(self):
-        with closing(self._input._elements()) as iterator:
-            if self._count < 0:
-                for _ in iterator:  # TF skips the whole input, reading it
-                    pass
-                return
-            yield from itertools.islice(iterator, self._count, None)
+        return _SkipIterator(self)
 
     def _rows(self):
         count = self._count
@@ -182,8 +158,7 @@ class ShardDataset(_Unary):
         return self._sharded()
 
     def _sharded(self):
-        with closing(self._input._elements()) as iterator:
-            yield from itertools.islice(iterator, self._index, None, self._num)
+        return _ShardIterator(self)
 
     def _rows(self):
         num, index = self._num, self._index
@@ -205,10 +180,7 @@ class EnumerateDataset(_Unary):
         return self._input._cardinality()
 
     def _elements(self):
-        wrap = structure.wrap_array
-        with closing(self._input._elements()) as iterator:
-            for position, element in enumerate(iterator, self._start):
-                yield wrap(np.array(position, np.int64)), element
+        return _EnumerateIterator(self)
 
 
 class AssertCardinalityDataset(_Unary):
@@ -223,17 +195,194 @@ class AssertCardinalityDataset(_Unary):
         return self._expected
 
     def _elements(self):
-        expected, count = self._expected, 0
-        with closing(self._input._elements()) as iterator:
-            for element in iterator:
-                count += 1
-                if expected >= 0 and count > expected:
-                    raise errors.FailedPreconditionError(
-                        None, "assert_cardinality", "Input dataset was expected to contain "
-                        "%d elements but contained at least %d elements." % (expected, count))
-                yield element
-        if expected == INFINITE or 0 <= count < expected:
+        return _AssertCardinalityIterator(self)
+
+
+# -- the element path's iterators (their positions can be saved) -----------------------------
+
+
+class _RepeatIterator(StatefulIterator):
+    __slots__ = ("_dataset", "_input", "_passes", "_empty", "_done")
+    _op = "Repeat"
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._input = None
+        self._passes = 0  # passes started
+        self._empty = True  # the current pass has produced nothing yet
+        self._done = False
+        if dataset._count != 0:  # the first pass starts with the iterator, as in TF
+            self._input = dataset._input._elements()
+            self._passes = 1
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        count = self._dataset._count
+        while True:
+            if self._input is None:
+                if 0 <= count <= self._passes:
+                    self._done = True
+                    raise StopIteration
+                self._input = self._dataset._input._elements()
+                self._passes += 1
+                self._empty = True
+            for element in self._input:
+                self._empty = False
+                return element
+            self._input.close()
+            self._input = None
+            if self._empty:
+                # Repeating an empty pass forever would never yield: stop, as TF.
+                self._done = True
+                raise StopIteration
+
+    def close(self):
+        if self._input is not None:
+            self._input.close()
+
+    def save(self, writer):
+        writer.ints("passes_empty_done", (self._passes, self._empty, self._done))
+        writer.int("in_pass", self._input is not None)
+        if self._input is not None:
+            writer.save_input("", self._input, self._dataset._input)
+
+    def restore(self, reader):
+        passes, empty, done = reader.ints("passes_empty_done", 3).tolist()
+        count = self._dataset._count
+        if passes < 0 or 0 <= count < passes:
+            raise _not_found(reader.prefix, "saved passes %d of %d" % (passes, count))
+        self._passes, self._empty, self._done = passes, bool(empty), bool(done)
+        if self._input is not None:
+            self._input.close()
+        self._input = None
+        if reader.int("in_pass"):
+            self._input = self._dataset._input._elements()
+            reader.restore_input("", self._input, self._dataset._input)
+
+
+class _TakeIterator(UnaryIterator):
+    __slots__ = ("_taken",)
+    _op = "Take"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._taken = 0
+
+    def __next__(self):
+        count = self._dataset._count
+        if 0 <= count <= self._taken:
+            raise StopIteration
+        element = next(self._input)
+        self._taken += 1
+        return element
+
+    def _save(self, writer):
+        writer.int("taken", self._taken)
+
+    def _restore(self, reader):
+        count = self._dataset._count
+        self._taken = reader.count("taken", count if count >= 0 else None)
+
+
+class _SkipIterator(UnaryIterator):
+    __slots__ = ("_skipped",)
+    _op = "Skip"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._skipped = 0
+
+    def __next__(self):
+        count = self._dataset._count
+        if count < 0:
+            for _ in self._input:  # TF skips the whole input, reading it
+                pass
+            raise StopIteration
+        while self._skipped < count:
+            next(self._input)
+            self._skipped += 1
+        return next(self._input)
+
+    def _save(self, writer):
+        writer.int("skipped", self._skipped)
+
+    def _restore(self, reader):
+        self._skipped = reader.count("skipped", max(0, self._dataset._count))
+
+
+class _ShardIterator(UnaryIterator):
+    __slots__ = ("_position",)
+    _op = "Shard"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._position = 0  # place in the input of the next element read
+
+    def __next__(self):
+        num, index = self._dataset._num, self._dataset._index
+        while True:
+            element = next(self._input)
+            self._position += 1
+            if (self._position - 1) % num == index:
+                return element
+
+    def _save(self, writer):
+        writer.int("position", self._position)
+
+    def _restore(self, reader):
+        self._position = reader.count("position")
+
+
+class _EnumerateIterator(UnaryIterator):
+    __slots__ = ("_position",)
+    _op = "Enumerate"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._position = dataset._start
+
+    def __next__(self):
+        element = next(self._input)
+        self._position += 1
+        return structure.wrap_array(np.array(self._position - 1, np.int64)), element
+
+    def _save(self, writer):
+        writer.int("position", self._position)
+
+    def _restore(self, reader):
+        self._position = reader.int("position")
+
+
+class _AssertCardinalityIterator(UnaryIterator):
+    __slots__ = ("_count",)
+    _op = "AssertCardinality"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._count = 0
+
+    def __next__(self):
+        expected = self._dataset._expected
+        try:
+            element = next(self._input)
+        except StopIteration:
+            if expected == INFINITE or 0 <= self._count < expected:
+                raise errors.FailedPreconditionError(
+                    None, "assert_cardinality", "Input dataset was expected to contain %s "
+                    "elements but contained only %d elements."
+                    % ("an infinite number of" if expected == INFINITE else expected,
+                       self._count)) from None
+            raise
+        self._count += 1
+        if expected >= 0 and self._count > expected:
             raise errors.FailedPreconditionError(
-                None, "assert_cardinality", "Input dataset was expected to contain %s "
-                "elements but contained only %d elements."
-                % ("an infinite number of" if expected == INFINITE else expected, count))
+                None, "assert_cardinality", "Input dataset was expected to contain "
+                "%d elements but contained at least %d elements." % (expected, self._count))
+        return element
+
+    def _save(self, writer):
+        writer.int("count", self._count)
+
+    def _restore(self, reader):
+        self._count = reader.count("count")

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
-from contextlib import ExitStack, closing
-
 import numpy as np
 
 from eagerflow import dtypes as dtypes_lib
 from eagerflow import errors
 from eagerflow.data import arguments, ragged_elements, rows as rows_lib, sparse_elements
-from eagerflow.data import structure
+from eagerflow.data import iterator_state, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.data.iterator_state import StatefulIterator
 from eagerflow.ragged import RaggedTensor, RaggedTensorSpec
 from eagerflow.ragged import constant as ragged_constant
 from eagerflow.sparse.sparse_tensor import SparseTensorSpec
@@ -90,9 +88,9 @@ class TensorSliceDataset(Dataset):
                    for a, r in zip(self._arrays, self._composite)]
         pack = structure.packer(self._spec)
         wrap = structure.wrap_array
-        for i in range(self._size):
-            yield pack([wrap(a[i, ...]) if c is None else c[i]
-                        for a, c in zip(self._arrays, columns)])
+        arrays = self._arrays
+        return IndexIterator(self._size, lambda i: pack(
+            [wrap(a[i, ...]) if c is None else c[i] for a, c in zip(arrays, columns)]))
 
     def _rows(self):
         if self._ragged:
@@ -115,7 +113,8 @@ class TensorDataset(Dataset):
         return 1
 
     def _elements(self):
-        yield self._element
+        element = self._element
+        return IndexIterator(1, lambda i: element)
 
 
 class ListDataset(Dataset):
@@ -139,7 +138,7 @@ class ListDataset(Dataset):
         return len(self._elements_list)
 
     def _elements(self):
-        yield from self._elements_list
+        return IndexIterator(len(self._elements_list), self._elements_list.__getitem__)
 
 
 def _signature_from_types(output_types, output_shapes):
@@ -251,6 +250,22 @@ class GeneratorDataset(Dataset):
         self._paths = structure.leaf_paths(spec)
         self._pack = structure.packer(spec)
 
+    def _checkpoint_error(self, prefix, policy):
+        """TF's errors for saving a ``from_generator`` pass: the generator's Python state
+        cannot be saved (FailedPrecondition, as for any stateful function, unless the
+        external state policy ignores it; then Unimplemented)."""
+        from eagerflow.data.options import ExternalStatePolicy
+
+        if policy == ExternalStatePolicy.FAIL:
+            return errors.FailedPreconditionError(
+                None, "SerializeIterator", "Dataset.from_generator (in the iterator %s): "
+                "the Python generator is stateful, so the iterator's position cannot be "
+                "saved. Build the pipeline from from_tensor_slices, range or files to "
+                "checkpoint its position, or checkpoint the model only." % prefix)
+        return errors.UnimplementedError(
+            None, "SerializeIterator", "GeneratorDataset does not support checkpointing (in "
+            "the iterator %s): a Python generator's position cannot be saved." % prefix)
+
     def _elements(self):
         produced = self._generator(*self._args)
         try:
@@ -326,9 +341,9 @@ class CounterDataset(Dataset):
         return INFINITE
 
     def _elements(self):
-        np_dtype = self._dtype.np_dtype
-        for value in itertools.count(self._start, self._step):
-            yield structure.wrap_array(np.array(value, np_dtype))
+        np_dtype, start, step = self._dtype.np_dtype, self._start, self._step
+        return IndexIterator(None, lambda i: structure.wrap_array(
+            np.array(start + step * i, np_dtype)))
 
 
 def _as_dataset_structure(datasets):
@@ -367,17 +382,7 @@ class ZipDataset(Dataset):
         return result
 
     def _elements(self):
-        pack = structure.packer(self._datasets)
-        with ExitStack() as stack:
-            iterators = [stack.enter_context(closing(d._elements())) for d in self._inputs]
-            while True:
-                items = []
-                for iterator in iterators:
-                    item = next(iterator, None)
-                    if item is None:
-                        return
-                    items.append(item)
-                yield pack(items)
+        return _ZipIterator(self)
 
     def _rows(self):
         # Equal plain sources zip by position: one gather per input.
@@ -416,6 +421,116 @@ class ConcatenateDataset(Dataset):
         return a + b
 
     def _elements(self):
-        for dataset in self._inputs:
-            with closing(dataset._elements()) as iterator:
-                yield from iterator
+        return _ConcatenateIterator(self)
+
+
+class IndexIterator(StatefulIterator):
+    """Elements ``make(0), make(1), ...`` up to ``size`` (None: forever); saves the index.
+
+    Example:
+        >>> from eagerflow.data.sources import IndexIterator
+        >>> list(IndexIterator(3, lambda i: i * 10))
+        [0, 10, 20]
+    """
+
+    __slots__ = ("_size", "_make", "_next")
+    _op = "Index"
+
+    def __init__(self, size, make):
+        self._size, self._make, self._next = size, make, 0
+
+    def __next__(self):
+        i = self._next
+        if self._size is not None and i >= self._size:
+            raise StopIteration
+        self._next = i + 1
+        return self._make(i)
+
+    def save(self, writer):
+        writer.int("next", self._next)
+
+    def restore(self, reader):
+        i = reader.int("next")
+        if i < 0 or (self._size is not None and i > self._size):
+            raise iterator_state._not_found(reader.prefix, "saved index %d of %s elements"
+                                            % (i, self._size))
+        self._next = i
+
+
+class _ZipIterator(StatefulIterator):
+    __slots__ = ("_dataset", "_iterators", "_pack", "_done")
+    _op = "Zip"
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._iterators = [d._elements() for d in dataset._inputs]
+        self._pack = structure.packer(dataset._datasets)
+        self._done = False
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        items = []
+        for iterator in self._iterators:
+            item = next(iterator, None)
+            if item is None:
+                self._done = True
+                raise StopIteration
+            items.append(item)
+        return self._pack(items)
+
+    def close(self):
+        for iterator in self._iterators:
+            iterator.close()
+
+    def save(self, writer):
+        writer.int("done", self._done)
+        for i, (iterator, d) in enumerate(zip(self._iterators, self._dataset._inputs)):
+            writer.save_input("[%d]" % i, iterator, d)
+
+    def restore(self, reader):
+        self._done = bool(reader.int("done"))
+        for i, (iterator, d) in enumerate(zip(self._iterators, self._dataset._inputs)):
+            reader.restore_input("[%d]" % i, iterator, d)
+
+
+class _ConcatenateIterator(StatefulIterator):
+    __slots__ = ("_dataset", "_which", "_current")
+    _op = "Concatenate"
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._which = 0
+        self._current = dataset._inputs[0]._elements()
+
+    def __next__(self):
+        inputs = self._dataset._inputs
+        while self._current is not None:
+            for item in self._current:
+                return item
+            self._current.close()
+            self._which += 1
+            self._current = inputs[self._which]._elements() if self._which < len(
+                inputs) else None
+        raise StopIteration
+
+    def close(self):
+        if self._current is not None:
+            self._current.close()
+
+    def save(self, writer):
+        writer.int("which", self._which)
+        if self._current is not None:
+            writer.save_input("[%d]" % self._which, self._current,
+                              self._dataset._inputs[self._which])
+
+    def restore(self, reader):
+        inputs = self._dataset._inputs
+        which = reader.int("which")
+        if not 0 <= which <= len(inputs):
+            raise iterator_state._not_found(reader.prefix, "bad saved input %d" % which)
+        self._current.close()
+        self._which = which
+        self._current = inputs[which]._elements() if which < len(inputs) else None
+        if self._current is not None:
+            reader.restore_input("[%d]" % which, self._current, inputs[which])

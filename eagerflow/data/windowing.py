@@ -10,11 +10,11 @@ shorter.
 from __future__ import annotations
 
 import collections
-from contextlib import closing
 
 from eagerflow.data import arguments, structure
 from eagerflow.data.arguments import INFINITE, UNKNOWN
 from eagerflow.data.dataset import Dataset
+from eagerflow.data.iterator_state import UnaryIterator, _not_found
 
 __all__ = ["WindowDataset", "ElementsDataset"]
 
@@ -33,7 +33,9 @@ class ElementsDataset(Dataset):
         return len(self._items)
 
     def _elements(self):
-        yield from self._items
+        from eagerflow.data.sources import IndexIterator
+
+        return IndexIterator(len(self._items), self._items.__getitem__)
 
 
 class WindowDataset(Dataset):
@@ -60,28 +62,60 @@ class WindowDataset(Dataset):
         return -(-n // self._shift)
 
     def _elements(self):
-        size, shift, stride = self._size, self._shift, self._stride
+        return _WindowIterator(self)
+
+
+class _WindowIterator(UnaryIterator):
+    """Saves the input elements it holds for the next windows and where they start."""
+
+    __slots__ = ("_buffer", "_base", "_start", "_exhausted", "_done")
+    _op = "Window"
+
+    def __init__(self, dataset):
+        super().__init__(dataset)
+        self._buffer = collections.deque()
+        self._base = self._start = 0  # input positions of buffer[0] and the next window
+        self._exhausted = self._done = False
+
+    def __next__(self):
+        dataset = self._dataset
+        size, shift, stride = dataset._size, dataset._shift, dataset._stride
         span = (size - 1) * stride + 1
-        leaf_specs = structure.flatten(self._inputs[0].element_spec)
-        buffer, base, start, exhausted = collections.deque(), 0, 0, False
-        with closing(self._inputs[0]._elements()) as iterator:
-            while True:
-                while not exhausted and base + len(buffer) < start + span:
-                    element = next(iterator, _END)
-                    if element is _END:
-                        exhausted = True
-                    else:
-                        buffer.append(element)
-                while buffer and base < start:  # elements between windows (shift > span)
-                    buffer.popleft()
-                    base += 1
-                if base < start or not buffer:
-                    return
-                members = [buffer[i] for i in range(0, min(span, len(buffer)), stride)]
-                if len(members) < size and self._drop:
-                    return
-                columns = zip(*[structure.flatten(m) for m in members])
-                pack = structure.packer(members[0])
-                yield pack([ElementsDataset(list(column), spec)
-                            for column, spec in zip(columns, leaf_specs)])
-                start += shift
+        buffer = self._buffer
+        if self._done:
+            raise StopIteration
+        while not self._exhausted and self._base + len(buffer) < self._start + span:
+            element = next(self._input, _END)
+            if element is _END:
+                self._exhausted = True
+            else:
+                buffer.append(element)
+        while buffer and self._base < self._start:  # elements between windows (shift > span)
+            buffer.popleft()
+            self._base += 1
+        if self._base < self._start or not buffer:
+            self._done = True
+            raise StopIteration
+        members = [buffer[i] for i in range(0, min(span, len(buffer)), stride)]
+        if len(members) < size and dataset._drop:
+            self._done = True
+            raise StopIteration
+        columns = zip(*[structure.flatten(m) for m in members])
+        pack = structure.packer(members[0])
+        leaf_specs = structure.flatten(dataset._inputs[0].element_spec)
+        self._start += shift
+        return pack([ElementsDataset(list(column), spec)
+                     for column, spec in zip(columns, leaf_specs)])
+
+    def _save(self, writer):
+        writer.ints("position", (self._base, self._start, self._exhausted, self._done))
+        writer.elements("buffer", list(self._buffer), "window")
+
+    def _restore(self, reader):
+        base, start, exhausted, done = reader.ints("position", 4).tolist()
+        if base < 0 or start < 0:
+            raise _not_found(reader.prefix, "negative saved window positions")
+        self._base, self._start = base, start
+        self._exhausted, self._done = bool(exhausted), bool(done)
+        self._buffer = collections.deque(
+            reader.elements("buffer", self._dataset._inputs[0].element_spec))

@@ -12,6 +12,10 @@ new optimizer finds them whatever order it creates its slots in.
 What is traversed: ``eagerflow.Module`` attributes (Keras layers, models and optimizers are
 Modules), ``Variable`` leaves, objects with a ``_checkpoint_dependencies()`` method (returning
 a dict or ``(name, object)`` pairs), and other objects with a ``variables`` attribute.
+Objects with ``_serialize_to_tensors()`` (dataset iterators) save themselves as named
+tensors, ``<path>/.ATTRIBUTES/<name>`` (``iterator/.ATTRIBUTES/ITERATOR_STATE``, as TF), and
+are handed them back by ``_restore_from_tensors`` when ``restore`` runs; such an object must
+exist when ``restore`` is called (its values are not deferred).
 
 Deferred restoration: a value whose variable does not exist yet when ``restore`` runs (a Keras
 layer built at its first call, an optimizer slot made at the first ``apply``) is kept, and
@@ -58,9 +62,10 @@ from eagerflow.module import Module
 from eagerflow.train import checkpoint_state
 
 __all__ = ["Checkpoint", "CheckpointOptions", "CheckpointLoadStatus", "SUFFIX",
-           "checkpoint_file", "object_graph_variables"]
+           "checkpoint_file", "object_graph_variables", "object_graph_serializables"]
 
 SUFFIX = ".efckpt"
+_ATTRIBUTES = "/.ATTRIBUTES/"
 _ATTR = "/.ATTRIBUTES/VARIABLE_VALUE"
 _SLOT = "/.OPTIMIZER_SLOT/"
 _KIND = "eagerflow.checkpoint"
@@ -97,8 +102,16 @@ def _is_optimizer(x):
     return isinstance(getattr(x, "_slots", None), dict) and hasattr(x, "_var_key")
 
 
+def _is_serializable(x):
+    """An object that saves itself as named tensors (a dataset iterator), as TF's
+    ``_serialize_to_tensors``/``_restore_from_tensors``."""
+    return not isinstance(x, type) and callable(getattr(x, "_serialize_to_tensors", None))
+
+
 def _is_trackable(x):
     if _is_variable(x) or isinstance(x, Module) or isinstance(x, Checkpoint):
+        return True
+    if _is_serializable(x):
         return True
     if isinstance(x, type) or x is None or isinstance(x, (str, bytes, int, float)):
         return False
@@ -131,7 +144,7 @@ def _flatten(name, value, out, depth=0):
 def _children(obj):
     """The named dependencies of one object, in a deterministic order."""
     out = []
-    if _is_variable(obj):
+    if _is_variable(obj) or _is_serializable(obj):
         return out
     deps = getattr(obj, "_checkpoint_dependencies", None)
     if callable(deps):
@@ -212,6 +225,24 @@ def object_graph_variables(root):
                 else:
                     key = "%s%s%s/%s%s" % (ref_path, _SLOT, opt_path, _escape(slot), _ATTR)
                 out.append((key, var))
+    return out
+
+
+def object_graph_serializables(root):
+    """``[(key prefix, object)]`` for every object that saves itself as tensors.
+
+    Its tensors are stored as ``<path>/.ATTRIBUTES/<name>`` (a dataset iterator's as
+    ``<path>/.ATTRIBUTES/ITERATOR_STATE``, TF's key).
+    """
+    objects, order = _walk(root)
+    return [(objects[id(o)][0] + _ATTRIBUTES, o) for o in order if _is_serializable(o)]
+
+
+def _serialized_tensors(root):
+    out = []
+    for prefix, obj in object_graph_serializables(root):
+        for name, value in sorted(obj._serialize_to_tensors().items()):
+            out.append((prefix + name, value))
     return out
 
 
@@ -337,6 +368,7 @@ class CheckpointLoadStatus:
         self._slot_pending = {}  # id(optimizer) -> (weakref, {(var path, slot): key})
         self._expect_partial = False
         self._snapshot = []
+        self._serializables = []
 
     def _apply(self):
         root = self._root()
@@ -348,6 +380,15 @@ class CheckpointLoadStatus:
         for key, var in graph:  # all checked first: a mismatch leaves every variable as it was
             if key in self._values:
                 _check(var, self._values[key], key, self.save_path)
+        self._serializables = []
+        for prefix, obj in object_graph_serializables(root):
+            self._serializables.append((prefix, weakref.ref(obj)))
+            names = [k[len(prefix):] for k in self._values if k.startswith(prefix)
+                     and "/" not in k[len(prefix):]]
+            if names:
+                obj._restore_from_tensors({n: self._values[prefix + n] for n in names})
+                self._consumed.update(prefix + n for n in names)
+                self._restored_ids.add(id(obj))
         for key, var in graph:
             if key in self._values:
                 _assign(var, self._values[key], key, self.save_path)
@@ -430,6 +471,7 @@ class CheckpointLoadStatus:
         found = dict((key, ref()) for key, ref in self._snapshot)
         if root is not None:
             found.update(object_graph_variables(root))
+        found.update((prefix + "*", ref()) for prefix, ref in self._serializables)
         return sorted(key for key, var in found.items()
                       if var is not None and id(var) not in self._restored_ids)
 
@@ -607,7 +649,10 @@ class Checkpoint:
         file_prefix = os.fspath(file_prefix)
         directory = os.path.dirname(os.path.abspath(file_prefix))
         os.makedirs(directory, exist_ok=True)
+        # Iterators first: a pipeline that cannot be saved raises before anything is written.
+        serialized = _serialized_tensors(self)
         tensors = [(key, var.numpy()) for key, var in object_graph_variables(self)]
+        tensors += serialized
         bundle.write(checkpoint_file(file_prefix), tensors,
                      metadata={"kind": _KIND, "save_counter": int(self.save_counter.numpy())})
         return file_prefix

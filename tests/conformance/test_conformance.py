@@ -22,12 +22,7 @@ _PROGRAMS = harness.collect()
 # Known eagerflow divergences from TensorFlow, each with the reason. The
 # recorded values are not tuned; these programs run and must still fail
 # (strict), so a fix shows up as an XPASS to be removed from this list.
-XFAIL = {
-    "semantics.checkpoint_saves_iterator_position":
-        "Checkpoint(iterator=iter(dataset)) raises its not-trackable error: iterator "
-        "checkpoints were withdrawn (restoring a position could block inside a pipeline's "
-        "generator)",
-}
+XFAIL = {}
 
 
 def test_every_program_is_recorded():

@@ -1,7 +1,7 @@
 """The convolution and pooling kernels' paths, each against the loop references.
 
 Convolution: the accumulating-GEMM input gradient (unit strides, one group) and its
-fallbacks (strides, groups, depthwise), the filter gradient in both GEMM orientations.
+fallbacks (strides, groups, depthwise), the filter gradient whole and in row blocks.
 Pooling: the disjoint-window assignment and the overlapping scatter, with finite and
 non-finite gradients, ties, odd shapes and the half types.
 """
@@ -93,6 +93,42 @@ def test_conv_kernels_match_references(xs, ws, a, dtype):
     for prim, args, at in cases:
         got = execute(prim, tuple(ef.constant(v) for v in args), at)
         close(got, prim.reference(*args, **at), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("xs,ws,a", [
+    ((7, 28, 28, 1), (3, 3, 1, 8), attrs(2, padding="VALID")),          # one channel
+    ((10, 20, 21, 3), (3, 3, 3, 4), attrs(2, padding="SAME")),          # 3 channels
+    ((40, 13, 13, 8), (3, 3, 8, 6), attrs(2, padding="VALID")),         # per-tap GEMMs
+    ((20, 3, 30, 30), (3, 3, 3, 2), attrs(2, strides=2, fmt="NCHW")),   # strided, first
+    ((8, 600, 2), (5, 2, 3), attrs(1, dilations=2)),                    # 1-D, dilation
+    ((1, 70, 70, 1), (3, 3, 1, 2), attrs(2)),                           # one example
+])
+def test_convolutions_in_row_blocks(xs, ws, a, dtype):
+    # The GEMMs run over fixed blocks of rows on the CPU threads: equal to the references,
+    # and the same bits on one thread and on several, run to run.
+    from eagerflow.backend import cpu_threads
+
+    g = conv_geometry(xs, ws, depthwise=False, **a)
+    assert g.n * int(np.prod(g.out_sp)) >= 2 * K.ROW_BLOCK
+    x, w = uniform(xs, dtype), uniform(ws, dtype)
+    dy = uniform(_dy_shape(xs, ws, a), dtype)
+    # Sums of a few thousand products: the float32 tolerance scaled to their length.
+    rtol, atol = {"float32": (1e-4, 1e-4)}.get(dtype.name, TOL[dtype.name])
+    for prim, args, at in [(K.CONV, (x, w), a),
+                           (K.CONV_BACKPROP_INPUT, (dy, w), dict(a, input_shape=xs)),
+                           (K.CONV_BACKPROP_FILTER, (x, dy), dict(a, filter_shape=ws))]:
+        outs = []
+        try:
+            for n in (1, 2, 2, 1):
+                cpu_threads.set_threads(n)
+                outs.append(execute(prim, tuple(ef.constant(v) for v in args), at).numpy())
+        finally:
+            cpu_threads.set_threads(0)
+        np.testing.assert_allclose(outs[0].astype(np.float64), prim.reference(
+            *args, **at).astype(np.float64), rtol=rtol, atol=atol * 10)
+        for out in outs[1:]:
+            np.testing.assert_array_equal(out.view(np.uint8), outs[0].view(np.uint8))
 
 
 @pytest.mark.parametrize("xs,ws,a", [c for c in CONV_CASES[:8] if c[0][0]])
@@ -246,7 +282,7 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
         x.reshape(-1)[-1] = np.nan
     args = (ef.constant(x), ef.constant(g))
     outs = []
-    monkeypatch.setattr(PK, "TILED_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(PK, "TILED_CHANNELS_FIRST", True)
     tiled_calls = []
     real = PK._tiled_max_pool_grad
     monkeypatch.setattr(PK, "_tiled_max_pool_grad",
@@ -301,8 +337,10 @@ def test_max_pool_grad_with_relu_is_the_pair_bit_for_bit(monkeypatch, shape, a, 
     expected = P.MAX_POOL_GRAD.reference(x, g, relu=True, **a)
     if bad is None:
         close(ef.constant(pair), expected, dtype)
-    for tiled_min in (PK.TILED_MIN_ELEMENTS, 0):
-        monkeypatch.setattr(PK, "TILED_MIN_ELEMENTS", tiled_min)
+    monkeypatch.setattr(PK, "TILED_CHANNELS_FIRST", True)
+    tiles = PK._tiles
+    for tiled in (True, False):
+        monkeypatch.setattr(PK, "_tiles", tiles if tiled else lambda g, attrs: False)
         try:
             for n in (1, 2):
                 cpu_threads.set_threads(n)
@@ -327,14 +365,15 @@ def test_relu_max_pool_gradient_is_remapped_and_equals_eager():
             h = ef.nn.relu(ef.nn.conv2d(x, w, 1, "SAME"))
             y = ef.nn.max_pool2d(h, 2, 2, "VALID")
             out = ef.reduce_sum(y * y)
-        return tape.gradient(out, x)
+        # h read by another output: the pass that pools before the relu does not apply.
+        return tape.gradient(out, x), h[:, :1]
 
     traced = ef.function(grads)
     graph = passes.optimize(traced.get_concrete_function(ef.TensorSpec([4, 12, 12, 3])).graph)
     ops = [n.op for n in graph.nodes]
     assert "ReluGrad" not in ops
     assert any(n.op == "MaxPoolGrad" and n.attrs.get("relu") for n in graph.nodes)
-    np.testing.assert_array_equal(traced(x0).numpy(), grads(x0).numpy())
+    np.testing.assert_array_equal(traced(x0)[0].numpy(), grads(x0)[0].numpy())
 
     # The rule of MaxPoolGrad with relu: the pair's gradient in both inputs.
     x = ef.constant(np.maximum(P._values(RNG, (2, 6, 6, 2), dtypes.float64), -0.1))
@@ -352,3 +391,161 @@ def test_relu_max_pool_gradient_is_remapped_and_equals_eager():
     np.testing.assert_array_equal(fused.numpy(), pair.numpy())
     np.testing.assert_allclose(tape.gradient(fused, g).numpy(), tape2.gradient(pair, g).numpy(),
                                rtol=1e-12, atol=1e-12)
+
+
+# MaxPool(Relu(c + b)) -> Relu(MaxPool(c) + b) --------------------------------------------
+
+def _bias_relu_pool_loss(fmt, nd, ksize, stride, padding):
+    """loss(x, w, b) of conv -> bias -> relu -> max pool, weighted by a fixed h."""
+    conv = {1: ef.nn.conv1d, 2: ef.nn.conv2d}[nd]
+
+    def loss(x, w, b, h):
+        c = conv(x, w, 1, "SAME", data_format=fmt)
+        y = ef.nn.relu(ef.nn.bias_add(c, b, data_format=fmt))
+        p = ef.nn.max_pool(y, ksize, stride, padding, data_format=fmt)
+        return ef.reduce_sum(p * h), p
+    return loss
+
+
+# (x shape, channels-last filter shape, data format, ksize, stride, padding)
+BIAS_POOL_CASES = [
+    ((3, 8, 8, 2), (3, 3, 2, 4), "NHWC", 2, 2, "VALID"),      # tiles
+    ((2, 7, 9, 2), (3, 3, 2, 3), "NHWC", 2, 2, "VALID"),      # VALID drops an edge
+    ((2, 7, 7, 2), (3, 3, 2, 3), "NHWC", 3, 2, "SAME"),       # overlapping, padded
+    ((2, 9, 9, 2), (3, 3, 2, 3), "NHWC", 2, 3, "VALID"),      # stride larger than window
+    ((1, 2, 6, 6), (3, 3, 2, 3), "NCHW", 2, 2, "SAME"),       # channels first, batch 1
+    ((2, 10, 3), (3, 3, 4), "NWC", 3, 2, "VALID"),            # 1-D
+    ((0, 6, 6, 2), (3, 3, 2, 3), "NHWC", 2, 2, "VALID"),      # empty batch
+]
+
+
+def _bias_pool_args(xs, ws, fmt, ksize, stride, padding, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    nd = len(xs) - 2
+    loss = _bias_relu_pool_loss(fmt, nd, ksize, stride, padding)
+    x = rng.uniform(-1, 1, xs).astype(dtype.np_dtype)
+    w = rng.uniform(-1, 1, ws).astype(dtype.np_dtype)
+    b = rng.uniform(-0.5, 0.5, ws[-1]).astype(dtype.np_dtype)
+    p_shape = loss(ef.constant(x), ef.constant(w), ef.constant(b), 1.0)[1].shape
+    h = rng.uniform(-1, 1, tuple(p_shape)).astype(dtype.np_dtype)
+    return loss, [ef.constant(v) for v in (x, w, b, h)]
+
+
+def _grads_of(loss):
+    def grads(x, w, b, h):
+        with ef.GradientTape() as tape:
+            tape.watch([x, w, b])
+            out, p = loss(x, w, b, h)
+        return (out, p) + tuple(tape.gradient(out, [x, w, b]))
+    return grads
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("xs,ws,fmt,ksize,stride,padding", BIAS_POOL_CASES)
+def test_pool_before_bias_relu_rewrite_equals_eager(xs, ws, fmt, ksize, stride, padding,
+                                                    dtype):
+    # The optimized graph pools the convolution before the bias and the relu; the pooled
+    # values keep eager's bits, the gradients agree within the dtype's tolerance.
+    from eagerflow.function import passes
+
+    loss, args = _bias_pool_args(xs, ws, fmt, ksize, stride, padding, dtype)
+    grads = _grads_of(loss)
+    traced = ef.function(grads)
+    graph = passes.optimize(traced.get_concrete_function(*args).graph)
+    pools = [n for n in graph.nodes if n.op in ("MaxPool", "MaxPoolGrad")]
+    assert [n.inputs[0][0].op for n in pools] == ["Conv", "Conv"]
+    # Only the convolution and the pooling gradient are left at the convolution's size.
+    full = pools[1].avals[0].shape
+    assert {n.op for n in graph.nodes if n.avals and n.avals[0].shape == full} == \
+        {"Conv", "MaxPoolGrad"}
+    forward = ef.function(lambda *a: loss(*a)[1])
+    graph = passes.optimize(forward.get_concrete_function(*args).graph)
+    assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"
+    np.testing.assert_array_equal(forward(*args).numpy(), loss(*args)[1].numpy())
+    got, expected = traced(*args), grads(*args)
+    np.testing.assert_array_equal(got[1].numpy().view(np.uint8),
+                                  expected[1].numpy().view(np.uint8))
+    for a, e in zip(got[2:], expected[2:]):
+        close(a, e.numpy(), dtype)
+
+
+def test_pool_before_bias_relu_gradient_is_the_finite_difference():
+    # float64 gradient of the rewritten graph against central differences along a random
+    # direction of (x, w, b).
+    loss, (x, w, b, h) = _bias_pool_args((2, 7, 7, 2), (3, 3, 2, 3), "NHWC", 3, 2, "SAME",
+                                         dtypes.float64, seed=3)
+    traced = ef.function(_grads_of(loss))
+    f = ef.function(lambda x, w, b: loss(x, w, b, h)[0])
+    _, _, dx, dw, db = traced(x, w, b, h)
+    rng = np.random.default_rng(4)
+    vs = [rng.standard_normal(t.shape) for t in (x, w, b)]
+    eps = 1e-6
+    plus = f(*[ef.constant(t.numpy() + eps * v) for t, v in zip((x, w, b), vs)]).numpy()
+    minus = f(*[ef.constant(t.numpy() - eps * v) for t, v in zip((x, w, b), vs)]).numpy()
+    directional = sum(float(np.sum(g.numpy() * v)) for g, v in zip((dx, dw, db), vs))
+    np.testing.assert_allclose((plus - minus) / (2 * eps), directional, rtol=1e-6)
+
+
+def test_pool_before_bias_relu_with_an_unknown_batch_size():
+    # Traced for any batch size (a None dimension): still rewritten, same results.
+    from eagerflow.function import passes
+
+    loss, (x, w, b, h) = _bias_pool_args((4, 8, 8, 2), (3, 3, 2, 4), "NHWC", 2, 2, "VALID",
+                                         dtypes.float32, seed=6)
+    grads = _grads_of(loss)
+    spec = [ef.TensorSpec([None, 8, 8, 2]), ef.TensorSpec([3, 3, 2, 4]), ef.TensorSpec([4]),
+            ef.TensorSpec([None, 4, 4, 4])]
+    traced = ef.function(grads, input_signature=spec)
+    graph = passes.optimize(traced.get_concrete_function().graph)
+    assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"
+    for a, e in zip(traced(x, w, b, h), grads(x, w, b, h)):
+        close(a, e.numpy(), dtypes.float32)
+
+
+@pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.float32], ids=lambda d: d.name)
+def test_pool_before_relu_without_bias_keeps_the_bits(dtype):
+    # max_pool(relu(c)) -> relu(max_pool(c)): the window maxima sit at the same elements
+    # (ties included), so values and gradients are eager's bits.
+    from eagerflow.function import passes
+
+    rng = np.random.default_rng(5)
+    x = ef.constant(rng.uniform(-1, 1, (3, 9, 9, 2)).astype(dtype.np_dtype))
+    w = ef.constant(rng.uniform(-1, 1, (3, 3, 2, 4)).astype(dtype.np_dtype))
+
+    def grads(x, w):
+        with ef.GradientTape() as tape:
+            tape.watch([x, w])
+            p = ef.nn.max_pool2d(ef.nn.relu(ef.nn.conv2d(x, w, 1, "SAME")), 3, 2, "VALID")
+            out = ef.reduce_sum(p * p)
+        return [p] + tape.gradient(out, [x, w])
+
+    traced = ef.function(grads)
+    graph = passes.optimize(traced.get_concrete_function(x, w).graph)
+    assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"
+    for a, e in zip(traced(x, w), grads(x, w)):
+        np.testing.assert_array_equal(a.numpy().view(np.uint8), e.numpy().view(np.uint8))
+
+
+def test_pool_before_bias_relu_rewrite_needs_its_conditions():
+    # Not rewritten: a bias that varies over the window, a relu output read elsewhere.
+    from eagerflow.function import passes
+
+    x = ef.constant(uniform((2, 6, 6, 3), dtypes.float32))
+    w = ef.constant(uniform((3, 3, 3, 4), dtypes.float32))
+    per_column = ef.constant(uniform((6, 4), dtypes.float32))
+
+    def spatial_bias(x):
+        c = ef.nn.conv2d(x, w, 1, "SAME")
+        return ef.nn.max_pool2d(ef.nn.relu(c + per_column), 2, 2, "VALID")
+
+    def relu_read_twice(x):
+        y = ef.nn.relu(ef.nn.conv2d(x, w, 1, "SAME") + per_column[0])
+        return ef.nn.max_pool2d(y, 2, 2, "VALID"), ef.reduce_sum(y)
+
+    for fn in (spatial_bias, relu_read_twice):
+        traced = ef.function(fn)
+        graph = passes.optimize(traced.get_concrete_function(x).graph)
+        pool = next(n for n in graph.nodes if n.op == "MaxPool")
+        assert pool.inputs[0][0].op != "Conv"
+        for a, e in zip(ef.nest.flatten(traced(x)), ef.nest.flatten(fn(x))):
+            np.testing.assert_array_equal(a.numpy(), e.numpy())

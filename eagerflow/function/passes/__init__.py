@@ -12,11 +12,14 @@
 * ``collectives``: independent all-reduces of the same kind merge into one node;
 * ``remap``: op pairs one kernel computes in one pass (a max-pool gradient and the relu
   gradient after it);
+* ``fused_matmul``: a MatMul with its bias add (and relu) as one FusedMatMul;
+* ``slice_grads``: the summed gradients of a tensor's pieces as one Pack;
+* ``layer_norm``: a layer norm's input gradient as one LayerNormGrad;
 * ``fusion``: clusters of elementwise ops become one FusedElementwise node.
 
 The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
-times), then collectives, remap and fusion run once (remap and fusion under the
-``remapping`` option). Each is switched by
+times), then collectives, remap, fused_matmul, slice_grads, layer_norm and fusion run once
+(all but collectives under the ``remapping`` option). Each is switched by
 ``eagerflow.config.optimizer`` options (collectives only by ``disable_meta_optimizer``:
 merging never changes a value, and every rank must rewrite its graph the same way).
 
@@ -35,7 +38,8 @@ from eagerflow.function import builtins
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
-    algebraic, collectives, constant_folding, cse, dce, fused_step, fusion, remap,
+    algebraic, collectives, constant_folding, cse, dce, fused_matmul, fused_step, fusion,
+    layer_norm, remap, slice_grads,
 )
 from eagerflow.function.passes.common import copy_graph
 
@@ -95,6 +99,9 @@ def _optimize(graph, opts, done):
     collectives.run(out)
     if opts["remapping"]:
         remap.run(out)
+        fused_matmul.run(out)
+        slice_grads.run(out)
+        layer_norm.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
         fusion.run(out)
     return out

@@ -346,12 +346,14 @@ def cuda_expression(op, operand_dtypes, out_dtype, attrs, operands):
     fields = {"T": CTYPES[value_dtypes[0]] if value_dtypes else CTYPES[out_dtype],
               "O": CTYPES[out_dtype]}
     for key, value in attrs.items():
-        # Only numbers are written into CUDA source (as their repr); an expression that
+        # Only numbers and bools are written into CUDA source; an expression that
         # needs any other attribute finds no field and the sub-op runs its own kernel.
         if value.__class__ is float and np.isfinite(value):
             fields[key] = repr(value)
         elif value.__class__ is int:
             fields[key] = repr(value)
+        elif value.__class__ is bool:
+            fields[key] = "true" if value else "false"
     try:
         return template.format(*operands, **fields)
     except (KeyError, IndexError):  # an attr the expression needs is missing

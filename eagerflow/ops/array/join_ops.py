@@ -419,11 +419,22 @@ def _pack_check(shapes, axis):
 
 
 def _pack_kernel(xp):
-    stack_ = xp.stack
+    stack_, empty = xp.stack, xp.empty
 
     def kernel(*xs, axis):
         a = _pack_check([x.shape for x in xs], axis)
-        return stack_(xs, axis=a)
+        first = xs[0]
+        if first.dtype.kind == "O":
+            return stack_(xs, axis=a)
+        # Each input copied into its slot of one result: numpy's stack concatenates
+        # expanded inputs, which took 0.37 ms against 0.20 ms for three transposed
+        # [16, 64, 4, 32] float32 views (the attention's q/k/v gradients, one thread).
+        shape = first.shape
+        out = empty(shape[:a] + (len(xs),) + shape[a:], first.dtype)
+        lead = (slice(None),) * a
+        for i, x in enumerate(xs):
+            out[lead + (i,)] = x
+        return out
     return kernel
 
 

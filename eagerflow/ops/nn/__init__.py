@@ -1,15 +1,15 @@
 """Neural-network ops (``tf.nn``): activations, softmax, cross-entropy, normalization.
 
 Primitives are the ops on hot paths or that need a fused, numerically stable kernel: the
-elementwise activations (relu, relu6, leaky_relu, elu, selu, softplus, softsign), softmax,
-log_softmax, sparse softmax cross-entropy and l2_loss. Everything else (gelu, silu, the
+elementwise activations (relu, relu6, leaky_relu, elu, selu, softplus, softsign, gelu),
+softmax, log_softmax, sparse softmax cross-entropy and l2_loss. Everything else (silu, the
 other losses, moments, batch_normalization, bias_add, dropout, embedding_lookup...) is a
 composite of primitives and takes its gradient from theirs.
 
 The family is one module per concept in this package:
 
 * :mod:`eagerflow.ops.nn.activation_ops`: relu ... softsign, gelu, silu, swish, crelu,
-  softmax, log_softmax.
+  softmax, log_softmax (kernels in ``softmax_kernels`` and ``gelu_kernels``).
 * :mod:`eagerflow.ops.nn.loss_ops`: the cross-entropies, log_poisson_loss and l2_loss.
 * :mod:`eagerflow.ops.nn.normalization_ops`: l2_normalize, moments, batch_normalization.
 * :mod:`eagerflow.ops.nn.nn_layer_ops`: bias_add, dropout, embedding_lookup.

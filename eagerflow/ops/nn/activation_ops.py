@@ -1,5 +1,5 @@
-"""Activations: the elementwise primitives relu, relu6, leaky_relu, elu, selu, softplus and
-softsign, the composites gelu, silu, swish and crelu, and softmax and log_softmax.
+"""Activations: the elementwise primitives relu, relu6, leaky_relu, elu, selu, softplus,
+softsign and gelu, the composites silu, swish and crelu, and softmax and log_softmax.
 
 The softmax kernels are stable, per slice along the class axis with ``m = max(x)``::
 
@@ -27,11 +27,13 @@ from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import greater, less, zeros_like_t
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.family import FLOAT, REAL, UNARY_SHAPES, _sample_values, binary, unary
+from eagerflow.ops.family import (
+    BINARY_SHAPES, FLOAT, REAL, UNARY_SHAPES, _sample_values, binary, unary,
+)
 from eagerflow.ops.array import join_ops
-from eagerflow.ops.math import complex_math, special_math, unary_math
+from eagerflow.ops.math import complex_math, unary_math
 from eagerflow.ops.reduce import reductions
-from eagerflow.ops.nn import _fail, _tensor, _where, softmax_kernels
+from eagerflow.ops.nn import _fail, _tensor, _where, gelu_kernels, softmax_kernels
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor
 from eagerflow.ops.family import GPU_FLOAT, GPU_NUM
@@ -217,6 +219,109 @@ SOFTSIGN = unary("Softsign", _softsign_kernel, dtypes=FLOAT, family="nn",
                  gpu_expr=(GPU_FLOAT, "{0} / (({T})1 + fabs({0}))"))
 
 
+# GELU: one primitive for both forms (``approximate``), with its gradient as a second one
+# (see ``gelu_kernels``). The composite was 9 nodes forward and a 13-op gradient region.
+
+def _gelu_kernel(xp):
+    def kernel(x, *, approximate=False):
+        return gelu_kernels.forward(xp, x, bool(approximate))
+    return kernel
+
+
+def _gelu_grad_kernel(xp):
+    def kernel(gradients, features, *, approximate=False):
+        if gradients.shape != features.shape:
+            gradients, features = xp.broadcast_arrays(gradients, features)
+        return gelu_kernels.backward(xp, gradients, features, bool(approximate))
+    return kernel
+
+
+def _gelu_reference(x, *, approximate=False):
+    w = x.astype(np.float64)
+    if approximate:
+        y = 0.5 * w * (1.0 + np.tanh(gelu_kernels.C * (w + gelu_kernels.A * w ** 3)))
+    else:
+        from scipy import special
+
+        y = 0.5 * w * (1.0 + special.erf(w * gelu_kernels.SQRT_HALF))
+    return y.astype(x.dtype)
+
+
+def _gelu_derivatives(w, approximate):
+    """gelu' and gelu'' of a float64 array (the references)."""
+    if approximate:
+        c, a = gelu_kernels.C, gelu_kernels.A
+        t = np.tanh(c * (w + a * w ** 3))
+        dz = c * (1.0 + 3.0 * a * w * w)
+        first = 0.5 * (1.0 + t) + 0.5 * w * (1.0 - t * t) * dz
+        second = (1.0 - t * t) * (dz - w * t * dz * dz + 3.0 * a * c * w * w)
+        return first, second
+    from scipy import special
+
+    pdf = np.exp(-0.5 * w * w) * gelu_kernels.INV_SQRT_2PI
+    return 0.5 * (1.0 + special.erf(w * gelu_kernels.SQRT_HALF)) + w * pdf, pdf * (2.0 - w * w)
+
+
+def _gelu_grad_reference(gradients, features, *, approximate=False):
+    first, _ = _gelu_derivatives(features.astype(np.float64), approximate)
+    return (gradients.astype(np.float64) * first).astype(np.result_type(gradients, features))
+
+
+def _gelu_second(x, approximate):
+    """gelu''(x) as ops: the derivative GeluGrad's own gradient needs."""
+    if approximate:
+        c, a = gelu_kernels.C, gelu_kernels.A
+        t = unary_math.tanh(c * x * (1.0 + a * (x * x)))
+        dz = c * (1.0 + 3.0 * a * (x * x))
+        return (1.0 - t * t) * (dz - x * t * dz * dz + 3.0 * a * c * (x * x))
+    pdf = unary_math.exp(-0.5 * (x * x)) * gelu_kernels.INV_SQRT_2PI
+    return pdf * (2.0 - x * x)
+
+
+def _gelu_vjp(g, x, out, *, approximate=False):
+    return execute(GELU_GRAD, (g, x), {"approximate": approximate})
+
+
+def _gelu_grad_vjp(c, gradients, features, out, *, approximate=False):
+    # out = gradients * gelu'(features): linear in the gradients.
+    return (execute(GELU_GRAD, (c, features), {"approximate": approximate}),
+            c * gradients * _gelu_second(features, approximate))
+
+
+def _gelu_samples(rng, dtype):
+    return [((_sample_values(rng, s, dtype, (-4.0, 4.0)),), {"approximate": approximate})
+            for s in UNARY_SHAPES for approximate in (False, True)]
+
+
+def _gelu_grad_samples(rng, dtype):
+    return [((_sample_values(rng, a, dtype, (-2.0, 2.0)),
+              _sample_values(rng, b, dtype, (-4.0, 4.0))), {"approximate": approximate})
+            for a, b in BINARY_SHAPES for approximate in (False, True)]
+
+
+_GELU_C = "({T})%r * {0} * (({T})1 + ({T})%r * {0} * {0})" % (gelu_kernels.C, gelu_kernels.A)
+_GELU_GRAD_C = _GELU_C.replace("{0}", "{1}")
+GELU = unary(
+    "Gelu", _gelu_kernel, dtypes=FLOAT, family="nn", domain=(-4.0, 4.0),
+    reference=_gelu_reference, samples=_gelu_samples, sweep_dtypes=FLOAT,
+    vjp=_gelu_vjp, saves=(0,),
+    gpu_expr=(GPU_FLOAT, "({approximate} ? ({T})0.5 * {0} * (({T})1 + tanh(%s)) : "
+                         "({T})0.5 * {0} * (({T})1 + erf({0} * ({T})%r)))"
+              % (_GELU_C, gelu_kernels.SQRT_HALF)),
+    doc="GELU, the tanh form when ``approximate`` (see ``gelu_kernels``).")
+GELU_GRAD = binary(
+    "GeluGrad", _gelu_grad_kernel, dtypes=FLOAT, family="nn", domain=(-2.0, 2.0),
+    domain_y=(-4.0, 4.0), reference=_gelu_grad_reference, samples=_gelu_grad_samples,
+    sweep_dtypes=FLOAT, vjp=_gelu_grad_vjp, saves=(0, 1),
+    gpu_expr=(GPU_FLOAT, "{0} * ({approximate} ? (({T})1 + tanh(%s)) * (({T})0.5 + {1} * "
+                         "(({T})%r + ({T})%r * {1} * {1}) * (({T})1 - tanh(%s))) : "
+                         "({T})0.5 * (({T})1 + erf({1} * ({T})%r)) + {1} * "
+                         "exp(({T})-0.5 * {1} * {1}) * ({T})%r)"
+              % (_GELU_GRAD_C, 0.5 * gelu_kernels.C, 1.5 * gelu_kernels.A * gelu_kernels.C,
+                 _GELU_GRAD_C, gelu_kernels.SQRT_HALF, gelu_kernels.INV_SQRT_2PI)),
+    doc="The gradient of Gelu: ``gradients * gelu'(features)``.")
+
+
 def relu(features, name=None):
     """Computes rectified linear: ``max(features, 0)``.
 
@@ -384,10 +489,7 @@ def gelu(features, approximate=False, name=None):
     if not x.dtype.is_floating:
         raise _fail("gelu", "features must be a floating point tensor, got dtype %s. Cast it "
                     "first, e.g. eagerflow.cast(x, eagerflow.float32)." % x.dtype.name)
-    if approximate:
-        inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
-        return 0.5 * x * (1.0 + unary_math.tanh(inner))
-    return 0.5 * x * (1.0 + special_math.erf(x / 1.4142135623730951))
+    return execute(GELU, (x,), {"approximate": bool(approximate)})
 
 
 def silu(features, beta=1.0):

@@ -1,6 +1,9 @@
 """Statistics and normalization: l2_normalize, moments and batch_normalization.
 
-These are composites of math and reduction ops and take their gradients from them.
+These are composites of math and reduction ops and take their gradients from them. One
+primitive lives here too: ``LayerNormGrad``, the input gradient of a layer normalization's
+normalize step, which the optimizer's ``layer_norm`` pass writes in place of the
+composite's gradient nodes (kernel in ``layer_norm_kernels``).
 """
 
 from __future__ import annotations
@@ -8,11 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from eagerflow import dtypes as d
+from eagerflow import errors
+from eagerflow.ops import registry
+from eagerflow.ops.dispatch import execute
+from eagerflow.ops.family import FLOAT, _sample_values
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.array import reshape_ops, shape_ops
 from eagerflow.ops.math import binary_math, unary_math
 from eagerflow.ops.reduce import reductions
-from eagerflow.ops.nn import _fail, _tensor
+from eagerflow.ops.nn import _fail, _tensor, layer_norm_kernels
+from eagerflow.ops.registry import AbstractValue
 
 __all__ = ["l2_normalize", "moments", "batch_normalization"]
 
@@ -140,3 +148,62 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         inv = inv * scale
     shift = offset - mean * inv if offset is not None else -mean * inv
     return x * cast(inv, x.dtype) + cast(shift, x.dtype)
+
+
+# -- The input gradient of the normalize step (written by the optimizer) -------------------
+
+def _layer_norm_grad_kernel(xp):
+    def kernel(gradients, centered, rstd):
+        if gradients.ndim < 1 or gradients.shape != centered.shape or \
+                rstd.shape != centered.shape[:-1] + (1,):
+            raise _fail("LayerNormGrad", "expected gradients and centered inputs of one shape "
+                        "[..., N] and rstd of [..., 1], got %s, %s and %s." % (
+                            list(gradients.shape), list(centered.shape), list(rstd.shape)))
+        return layer_norm_kernels.input_grad(xp, gradients, centered, rstd)
+    return kernel
+
+
+def _layer_norm_grad_shape(g, c, r):
+    return AbstractValue(g.shape if g.shape is not None else c.shape, g.dtype)
+
+
+def _layer_norm_grad_reference(g, c, r):
+    w = [a.astype(np.float64) for a in (g, c, r)]
+    g64, c64, r64 = w
+    n = c64 * r64
+    out = r64 * (g64 - g64.mean(-1, keepdims=True) - n * (g64 * n).mean(-1, keepdims=True))
+    return out.astype(g.dtype)
+
+
+def _layer_norm_grad_vjp(u, g, c, r, out):
+    # out = r g - r <g> - r**3 c <g c>, linear and self-adjoint in g.
+    mean = reductions.reduce_mean
+    gc = mean(g * c, -1, keepdims=True)
+    r3 = r * r * r
+    grad_g = execute(LAYER_NORM_GRAD, (u, c, r))
+    grad_c = -r3 * (u * gc + g * mean(u * c, -1, keepdims=True))
+    grad_r = reductions.reduce_sum(
+        u * (g - mean(g, -1, keepdims=True) - 3.0 * (r * r) * c * gc), -1, keepdims=True)
+    return grad_g, grad_c, grad_r
+
+
+def _layer_norm_grad_samples(rng, dtype):
+    out = []
+    for shape in ((2, 5), (3, 1, 4), (1, 7), (4, 1), (0, 3), (2, 0), (6,)):
+        g = _sample_values(rng, shape, dtype, (-2.0, 2.0))
+        c = _sample_values(rng, shape, dtype, (-2.0, 2.0))
+        r = _sample_values(rng, shape[:-1] + (1,), dtype, (0.5, 2.0))
+        out.append(((g, c, r), {}))
+    return out
+
+
+LAYER_NORM_GRAD = registry.primitive(
+    "LayerNormGrad", _layer_norm_grad_kernel, dtypes=FLOAT, family="nn",
+    shape_fn=_layer_norm_grad_shape, vjp=_layer_norm_grad_vjp, saves=(0, 1, 2),
+    reference=_layer_norm_grad_reference, samples=_layer_norm_grad_samples, sweep_dtypes=FLOAT,
+    bad_samples=lambda rng: [
+        ((np.ones((2, 3), np.float32), np.ones((2, 3), np.float32),
+          np.ones((2, 3), np.float32)), {}, errors.InvalidArgumentError)],
+    doc="The input gradient of ``(x - mean) * rstd`` along the last axis from the "
+        "normalized value's cotangent, the centered input and rstd (see "
+        "``layer_norm_kernels``).")

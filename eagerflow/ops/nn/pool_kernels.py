@@ -11,10 +11,10 @@ slices, in the input's own layout (channels last or first, no transposes).
 
 * ``MaxPoolGrad(x, g)`` routes each output gradient to the first maximum of its window (TF's
   tie rule: the first in row-major window order), found by comparing each tap with the
-  recomputed maximum (no argmax indices). When the windows tile a large input (stride
-  equal to the window, no padding) each spatial axis is split into (window, tap) axes of
-  a view, so one comparison marks every maximum and one broadcast multiply writes the
-  gradient; only the tie rule goes tap by tap, on the boolean mask.
+  recomputed maximum (no argmax indices). When the windows tile a channels-last input
+  (stride equal to the window, no padding) each spatial axis is split into (window, tap)
+  axes of a view, so one comparison marks every maximum and one broadcast multiply writes
+  the gradient; only the tie rule goes tap by tap, on the boolean mask.
 * ``MaxPoolGradGrad(x, h)`` gathers ``h`` at the same argmax positions.
 * ``AvgPoolGrad(g)`` spreads each ``g / count`` over its window.
 
@@ -171,11 +171,13 @@ def _first_max_masks(xp, xpad, g, attrs):
         yield index, hit
 
 
-# The one-mask max-pool gradient pays on inputs larger than the cache. Measured on one
-# thread (CPU time, 20 interleaved rounds, median ratio to the per-tap form): 0.78x for
-# [64, 26, 26, 32], 0.72x for [64, 26, 26, 64]; but 1.26x for [64, 11, 11, 64] and 1.86x
-# for [64, 26, 26, 8], where numpy's broadcast over the split axes costs more than it saves.
-TILED_MIN_ELEMENTS = 1 << 20
+# The one-mask max-pool gradient runs for channels-last inputs of any size. Measured on
+# one thread (CPU time, 41 interleaved rounds, median ratio to the per-tap form, 2x2/2):
+# 0.66x for [64, 26, 26, 32], 0.70x for [64, 26, 26, 64], 0.93x for [64, 11, 11, 64],
+# 0.86x for [64, 26, 26, 8], 0.63x for [2, 8, 8, 4]. Channels first keep the per-tap
+# form: 1.04x for [64, 32, 26, 26], 1.19x for [16, 32, 26, 26], 1.10x for [8, 3, 32, 32]
+# (the window's last tap axis is the innermost one there).
+TILED_CHANNELS_FIRST = False
 TILED_BLOCK_ELEMENTS = 1 << 18
 
 
@@ -224,24 +226,29 @@ def _tiled_max(xp, xr, g):
 def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
     """MaxPoolGrad for windows that tile the input (see ``_tiles``), into ``out``.
 
-    With the taps on axes of their own, the window maxima spread over ``out`` (one
-    broadcast copy) mark every maximum in one comparison of whole arrays, and the
-    gradient spread over ``out`` the same way is multiplied by the marks in place. The
-    tie rule (the first maximum in row-major window order wins) goes tap by tap on the
-    marks, and only when some window holds more than one maximum: as many marks as
-    windows (a count, one pass) means one each. numpy runs a broadcast operand several
-    times slower than whole arrays (an inner loop per run of channels), so the spreads
-    are plain copies and the arithmetic is on whole arrays. Measured on one thread, CPU
-    time, [64, 26, 26, 32] 2x2/2: 5.07 ms with one broadcast comparison, a tap-by-tap tie
-    rule and a broadcast multiply; 2.5 ms this way.
+    With the taps on axes of their own, the window maxima spread over the innermost tap
+    axis (one copy into ``half``, 1/k of the input for k outer taps) mark every maximum
+    in one comparison with the input, and the gradient spread the same way is multiplied
+    by the marks into ``out``. The outer tap axes broadcast in the outer loops, so the
+    inner loops run over whole rows (numpy runs an operand broadcast over the innermost
+    tap axis several times slower: an inner loop per run of channels). The tie rule (the
+    first maximum in row-major window order wins) goes tap by tap on the marks, and only
+    when some window holds more than one maximum: as many marks as windows (a count, one
+    pass) means one each. Measured on one thread, CPU time, [64, 26, 26, 32] 2x2/2: 5.07
+    ms with one broadcast comparison, a tap-by-tap tie rule and a broadcast multiply;
+    2.5 ms with the spreads over the whole input; 2.0-2.4 ms this way.
     """
     lead, nd = g.lead, len(g.k)
     xr = _split_windows(x, g)
     best = _tiled_max(xp, xr, g)
     spread = (slice(None),) * lead + (slice(None), None) * nd
-    dr = _split_windows(out, g)
-    dr[...] = best[spread]
-    hit = xp.equal(xr, dr)
+    # [..., o_0, 1, ..., o_last, k_last, ...]: spread over the innermost tap axis only.
+    shape = list(xr.shape)
+    for i in range(nd - 1):
+        shape[lead + 2 * i + 1] = 1
+    half = xp.empty(tuple(shape), dtype=xr.dtype)
+    half[...] = best[spread]
+    hit = xp.equal(xr, half)
     if xr.dtype.kind not in "iub" and bool(xp.isnan(best).any()):
         hit |= xp.isnan(xr)
     # Every window has at least one mark; as many marks as windows means one each.
@@ -253,13 +260,16 @@ def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
             h = hit[index]
             xp.greater(h, taken, out=h)               # a maximum no earlier tap took
             xp.logical_or(taken, h, out=taken)
-    dr[...] = grad[spread]
+    dr = _split_windows(out, g)
+    half = half.astype(grad.dtype, copy=False)
+    half[...] = grad[spread]
     if finite:
         if relu:
             hit &= xp.greater(xr, 0)
-        xp.multiply(dr, hit, out=dr)
+        xp.multiply(half, hit, out=dr)
     else:
         # A NaN or infinity times a zero mark would leak into its window.
+        dr[...] = half
         xp.copyto(dr, 0, where=~hit)
         if relu:
             # ReluGrad's product, NaN times zero included, as the two ops compute it.
@@ -322,7 +332,8 @@ def max_pool_grad_kernel(xp):
             return xp.zeros(x.shape, dtype=grad.dtype)
         finite = _all_finite(xp, grad)
         # numpy only: the form relies on reshapes of cropped views being views.
-        if x.size >= TILED_MIN_ELEMENTS and cpu_threads.is_numpy(xp) and _tiles(g, attrs):
+        if (g.lead == 1 or TILED_CHANNELS_FIRST) and cpu_threads.is_numpy(xp) and \
+                _tiles(g, attrs):
             covered = all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
             dx = (xp.empty if covered else xp.zeros)(x.shape, dtype=grad.dtype)
 

@@ -358,3 +358,202 @@ def p_silent_conversions_and_formatting(tf):
         "returns_python_dtype": returns_python().dtype.name,
         "gradient_of_itself": same,
     }
+
+
+def _values(it):
+    return [x.numpy().tolist() for x in it]
+
+
+def p_checkpoint_iterator_shuffle_repeat_batch_new_checkpoint(tf):
+    # Shuffle orders are framework-specific: compared as sets and as "continues exactly".
+    d = tempfile.mkdtemp()
+
+    def make():
+        return tf.data.Dataset.range(20).shuffle(8, seed=7).repeat(2).batch(3)
+
+    it = iter(make())
+    head = [next(it).numpy().tolist() for _ in range(4)]
+    path = tf.train.Checkpoint(step=tf.Variable(4), iterator=it).save(os.path.join(d, "s"))
+    rest = _values(it)
+    it2 = iter(make())
+    step = tf.Variable(0)
+    tf.train.Checkpoint(step=step, iterator=it2).restore(path)
+    rest2 = _values(it2)
+    flat = sorted(v for b in head + rest2 for v in b)
+    return {"continues_exactly": rest2 == rest, "sizes": [len(b) for b in rest2],
+            "all_elements": flat, "step": step}
+
+
+def p_checkpoint_iterator_map_filter_batch_manager(tf):
+    d = tempfile.mkdtemp()
+
+    def make():
+        return tf.data.Dataset.range(30).map(lambda x: x * 3).filter(
+            lambda x: x % 2 == 0).batch(4)
+
+    it = iter(make())
+    head = [next(it).numpy().tolist() for _ in range(2)]
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(iterator=it), d, max_to_keep=1)
+    manager.save()
+    ahead = next(it).numpy().tolist()
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(manager.latest_checkpoint)
+    return {"head": head, "ahead": ahead, "restored": _values(it2)}
+
+
+def p_checkpoint_iterator_shuffle_next_epoch(tf):
+    # A restored pipeline's later passes continue the sequence of shuffle orders.
+    d = tempfile.mkdtemp()
+
+    def make():
+        return tf.data.Dataset.range(12).shuffle(12, seed=5)
+
+    ds = make()
+    first = _values(ds)
+    it = iter(ds)
+    head = [int(next(it)) for _ in range(5)]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "e"))
+    rest = _values(it)
+    third = _values(ds)
+    ds2 = make()
+    it2 = iter(ds2)
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"continues_exactly": _values(it2) == rest, "next_pass_same": _values(ds2) == third,
+            "passes_differ": first != head + rest, "sets": [sorted(first), sorted(head + rest)]}
+
+
+def p_checkpoint_iterator_interleave_zip_prefetch(tf):
+    d = tempfile.mkdtemp()
+
+    def make():
+        inner = tf.data.Dataset.range(1, 6).interleave(
+            lambda x: tf.data.Dataset.range(x).map(lambda y: y * 10 + x),
+            cycle_length=2, block_length=2)
+        return tf.data.Dataset.zip((inner, tf.data.Dataset.range(100).skip(3))).prefetch(2)
+
+    it = iter(make())
+    head = [[int(a), int(b)] for a, b in (next(it) for _ in range(6))]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "i"))
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"head": head, "restored": [[int(a), int(b)] for a, b in it2]}
+
+
+def p_checkpoint_iterator_text_lines_take_skip(tf):
+    d = tempfile.mkdtemp()
+    files = []
+    for i in range(2):
+        files.append(os.path.join(d, "f%d.txt" % i))
+        with open(files[-1], "w") as f:
+            f.write("".join("file%d line%d\n" % (i, j) for j in range(4)))
+
+    def make():
+        return tf.data.TextLineDataset(files).skip(1).take(6)
+
+    it = iter(make())
+    head = [next(it).numpy() for _ in range(3)]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "t"))
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"head": [h.decode() for h in head],
+            "restored": [x.numpy().decode() for x in it2]}
+
+
+def p_checkpoint_iterator_exhausted_and_errors(tf):
+    d = tempfile.mkdtemp()
+    it = iter(tf.data.Dataset.range(3).map(lambda x: x + 1))
+    values = [int(x) for x in it]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "x"))
+    it2 = iter(tf.data.Dataset.range(3).map(lambda x: x + 1))
+    tf.train.Checkpoint(iterator=it2).restore(path)
+
+    def gen():
+        yield from range(3)
+
+    git = iter(tf.data.Dataset.from_generator(
+        gen, output_signature=tf.TensorSpec([], tf.int64)))
+    next(git)
+    other = iter(tf.data.Dataset.range(3).batch(2))
+    return {"values": values, "after_restore": _raised(lambda: next(it2)),
+            "from_generator": _raised(
+                lambda: tf.train.Checkpoint(iterator=git).save(os.path.join(d, "g"))),
+            "other_pipeline": _raised(
+                lambda: tf.train.Checkpoint(iterator=other).restore(path))}
+
+
+def p_checkpoint_iterator_tutorial_pipeline_with_cache(tf):
+    # The input pipeline of TF's tutorials: cache, shuffle, batch, prefetch (AUTOTUNE),
+    # saved in the second epoch (the cache is being read) and restored in a new pipeline.
+    d = tempfile.mkdtemp()
+    x = np.arange(24, dtype=np.float32).reshape(12, 2)
+    y = np.arange(12, dtype=np.int64)
+
+    def make():
+        return (tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2.0, b))
+                .cache().shuffle(5, seed=11).repeat(2).batch(4)
+                .prefetch(tf.data.AUTOTUNE))
+
+    it = iter(make())
+    head = [next(it) for _ in range(4)]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "c"))
+    rest = [(a.numpy().tolist(), b.numpy().tolist()) for a, b in it]
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    rest2 = [(a.numpy().tolist(), b.numpy().tolist()) for a, b in it2]
+    labels = sorted(v for _, b in head for v in b.numpy().tolist()) + sorted(
+        v for _, b in rest2 for v in b)
+    return {"continues_exactly": rest2 == rest, "batches_left": len(rest2),
+            "labels_seen": sorted(labels),
+            "features_match_labels": all(a[0] == [4.0 * v, 4.0 * v + 2.0]
+                                         for a_list, b_list in rest2
+                                         for a, v in [(a_list, b_list[0])])}
+
+
+def p_checkpoint_iterator_window_padded_unbatch(tf):
+    d = tempfile.mkdtemp()
+
+    def make():
+        windows = tf.data.Dataset.range(10).window(3, shift=2).flat_map(lambda w: w.batch(3))
+        return windows.padded_batch(2, padded_shapes=[4], padding_values=np.int64(-1)).unbatch()
+
+    it = iter(make())
+    head = [next(it).numpy().tolist() for _ in range(3)]
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "w"))
+    it2 = iter(make())
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"head": head, "restored": _values(it2)}
+
+
+def p_checkpoint_iterator_stateful_map_policy(tf):
+    d = tempfile.mkdtemp()
+    ds = tf.data.Dataset.range(6).map(
+        lambda x: x + tf.cast(tf.random.uniform([], 0, 2, tf.int32), tf.int64) * 0)
+    it = iter(ds)
+    next(it)
+    refused = _raised(lambda: tf.train.Checkpoint(iterator=it).save(os.path.join(d, "r")))
+    options = tf.data.Options()
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    ds = ds.with_options(options)
+    it = iter(ds)
+    next(it)
+    next(it)
+    path = tf.train.Checkpoint(iterator=it).save(os.path.join(d, "i"))
+    it2 = iter(ds)
+    tf.train.Checkpoint(iterator=it2).restore(path)
+    return {"default_policy": refused, "ignored": _values(it2)}
+
+
+def p_checkpoint_iterator_shuffle_order_drawn_at_iter(tf):
+    # Each iter() takes the next shuffle order when it is made, not when first read.
+    def make():
+        return tf.data.Dataset.range(8).shuffle(8, seed=1)
+
+    ds = make()
+    passes = [_values(ds), _values(ds)]
+    ds = make()
+    it1, it2 = iter(ds), iter(ds)
+    second = _values(it2)
+    first = _values(it1)
+    return {"first_is_pass_0": first == passes[0], "second_is_pass_1": second == passes[1],
+            "passes_differ": passes[0] != passes[1]}

@@ -146,6 +146,12 @@ class Tracer:
             if _embeddable(value._value):
                 return self.const(_host_value(value))
             return self.capture(value)
+        if isinstance(value, (list, tuple)) and _holds_symbolic(value):
+            # TF's auto-packing: [i] or [[n, 2]] with traced scalars is a stack of them.
+            from eagerflow.ops.array.join_ops import stack
+
+            return self._symbolic(stack([v if not isinstance(v, (list, tuple)) else
+                                         self._symbolic(v, dtype) for v in value]), dtype)
         t = convert_to_tensor(value, dtype=dtype)
         if isinstance(t, SymbolicTensor):
             # A tensor-like whose conversion ran ops (a sharded variable's concat): those
@@ -270,6 +276,13 @@ class Tracer:
         self.graph.add_node(op, [(t._node, t._index)], {"variable": index}, (),
                             device=_device_string() or variable.device, stateful=True,
                             name=op.replace("VariableOp", "").lower())
+
+
+def _holds_symbolic(value):
+    for v in value:
+        if isinstance(v, SymbolicTensor) or isinstance(v, (list, tuple)) and _holds_symbolic(v):
+            return True
+    return False
 
 
 def _clean(name):

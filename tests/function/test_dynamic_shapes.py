@@ -294,3 +294,27 @@ def test_eager_results_are_unchanged():
     assert ef.zeros([n, 2]).shape.as_list() == [3, 2]
     assert ef.fill(ef.stack([n, 1]), 1).shape.as_list() == [3, 1]
     assert ef.reshape(ef.range(6), [n, -1]).numpy().tolist() == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_traced_scalars_in_a_list_are_packed_as_tf_does():
+    @ef.function
+    def grow(n):
+        acc = ef.zeros([0], ef.int32)
+        for i in ef.range(n):
+            ef.autograph.experimental.set_loop_options(
+                shape_invariants=[(acc, ef.TensorShape([None]))])
+            acc = ef.concat([acc, [i * 2]], 0)
+        return acc
+
+    assert grow(ef.constant(4)).numpy().tolist() == [0, 2, 4, 6]
+    assert _static(grow.get_concrete_function(ef.constant(4))) == (None,)
+
+
+def test_slice_past_the_end_at_run_time_is_refused():
+    @ef.function
+    def f(n):
+        return ef.slice(ef.range(10), [n], [2])
+
+    assert f(ef.constant(8)).numpy().tolist() == [8, 9]
+    with pytest.raises(errors.InvalidArgumentError):
+        f(ef.constant(9))

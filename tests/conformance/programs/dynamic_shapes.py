@@ -96,3 +96,40 @@ def p_rnn_initial_state_by_batch(tf):
     x = tf.reshape(tf.range(12.0) / 10.0, [2, 2, 3])
     return {"state": run(x), "static": _shapes(run, tf.TensorSpec([None, None, 3])),
             "static_known": _shapes(run, x)}
+
+
+def p_while_loop_growing_tensor(tf):
+    @tf.function
+    def grow(n):
+        i = tf.constant(0)
+        acc = tf.zeros([0], tf.int32)
+        _, acc = tf.while_loop(lambda i, a: i < n,
+                               lambda i, a: (i + 1, tf.concat([a, [i * i]], 0)),
+                               [i, acc], shape_invariants=[i.shape, tf.TensorShape([None])])
+        return acc
+
+    return {"acc": grow(tf.constant(4)), "static": _shapes(grow, tf.constant(4))}
+
+
+def p_autograph_concat_in_loop(tf):
+    @tf.function
+    def rows(n):
+        acc = tf.zeros([0, 2])
+        for i in tf.range(n):
+            tf.autograph.experimental.set_loop_options(
+                shape_invariants=[(acc, tf.TensorShape([None, 2]))])
+            acc = tf.concat([acc, tf.fill([1, 2], tf.cast(i, tf.float32))], axis=0)
+        return acc
+
+    return {"rows": rows(tf.constant(3)), "static": _shapes(rows, tf.constant(3))}
+
+
+def p_shape_vs_static_shape_in_loop(tf):
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def f(x):
+        total = tf.constant(0)
+        for _ in tf.range(tf.shape(x)[0]):
+            total += tf.shape(x)[0] * x.shape[1]
+        return total
+
+    return {"total": f(tf.ones([3, 2]))}

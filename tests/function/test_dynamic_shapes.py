@@ -318,3 +318,22 @@ def test_slice_past_the_end_at_run_time_is_refused():
     assert f(ef.constant(8)).numpy().tolist() == [8, 9]
     with pytest.raises(errors.InvalidArgumentError):
         f(ef.constant(9))
+
+
+def test_random_ops_with_run_time_shapes_draw_what_eager_draws():
+    traced_gen, eager_gen = ef.random.Generator.from_seed(7), ef.random.Generator.from_seed(7)
+
+    @ef.function
+    def draw(n):
+        return (traced_gen.uniform([n, 2]), traced_gen.normal([n]),
+                ef.random.stateless_uniform([n], seed=[1, 2]))
+
+    for value in (3, 2):
+        got = draw(ef.constant(value))
+        expected = (eager_gen.uniform([value, 2]), eager_gen.normal([value]),
+                    ef.random.stateless_uniform([value], seed=[1, 2]))
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g.numpy(), e.numpy())
+    shapes = [tuple(t.shape.as_list()) for t in
+              draw.get_concrete_function(ef.TensorSpec([], ef.int32)).structured_outputs]
+    assert shapes == [(None, 2), (None,), (None,)]

@@ -337,3 +337,43 @@ def test_random_ops_with_run_time_shapes_draw_what_eager_draws():
     shapes = [tuple(t.shape.as_list()) for t in
               draw.get_concrete_function(ef.TensorSpec([], ef.int32)).structured_outputs]
     assert shapes == [(None, 2), (None,), (None,)]
+
+
+def test_optimizer_passes_keep_the_run_time_shape_inputs():
+    # Reshape of a reshape collapses to one node; a sum of index gradients becomes a stack
+    # only for static indices.
+    @ef.function
+    def f(x, n):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            y = ef.strided_slice(x, [n], [n + 1], shrink_axis_mask=1) + \
+                ef.strided_slice(x, [n - 1], [n], shrink_axis_mask=1) * 3.0 + x[0]
+            s = ef.reduce_sum(y * y)
+        flat = ef.reshape(ef.reshape(x, [-1]) * 2.0, [n, -1])
+        return tape.gradient(s, x), flat, ef.reshape(ef.reshape(x, [n, -1]), [-1, n])
+
+    x = np.arange(6.0).reshape(3, 2)
+    grad, flat, twice = f(ef.constant(x), ef.constant(1))
+    y = x[1] + 4 * x[0]
+    np.testing.assert_allclose(grad.numpy(), [2 * y * 4, 2 * y, [0, 0]])
+    np.testing.assert_array_equal(flat.numpy(), (x * 2).reshape(1, -1))
+    np.testing.assert_array_equal(twice.numpy(), x.reshape(-1, 1))
+
+
+def test_second_order_gradient_through_a_function_with_run_time_shapes():
+    def program(x, n):
+        tiled = ef.tile(x, [n, 1])
+        weights = ef.reshape(ef.range(ef.cast(n * 6, ef.float64), dtype=ef.float64), [n * 2, -1])
+        return ef.reduce_sum(tiled ** 3 * weights)
+
+    x, n = ef.constant(np.random.default_rng(2).random((2, 3))), ef.constant(2)
+    results = []
+    for fn in (ef.function(program), program):
+        with ef.GradientTape() as outer:
+            outer.watch(x)
+            with ef.GradientTape() as inner:
+                inner.watch(x)
+                s = fn(x, n)
+            g = inner.gradient(s, x)
+        results.append(outer.gradient(g, x).numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)

@@ -324,8 +324,8 @@ def _strided_slice_vjp(g, x, out, **attrs):
         # x[:, t] in a while_loop): the input's shape is an input of the gradient.
         from eagerflow.ops.array.shape_ops import shape as shape_of
 
-        return execute(STRIDED_SLICE_GRAD_SIZED, (g, shape_of(x)), dict(
-            attrs, static_shape=tuple(-1 if d is None else d for d in shape)))
+        return execute(STRIDED_SLICE_GRAD, (g,), dict(
+            attrs, shape=DynamicShape(shape, shape_of(x))))
     return execute(STRIDED_SLICE_GRAD, (g,), dict(attrs, shape=shape))
 
 
@@ -356,32 +356,6 @@ STRIDED_SLICE_GRAD = registry.primitive(
     shape_fn=lambda dy, *, shape, **attrs: AbstractValue(shape, dy.dtype), saves=(),
     vjp=lambda g, dy, out, *, shape, **attrs: execute(STRIDED_SLICE, (g,), attrs),
     reference=_grad_reference, samples=_grad_samples)
-
-
-def _strided_slice_grad_sized_kernel(xp):
-    scatter = _strided_slice_grad_kernel(xp)
-
-    def kernel(dy, shape, *, static_shape, **attrs):
-        return scatter(dy, shape=tuple(int(d) for d in shape.tolist()), **attrs)
-    return kernel
-
-
-# StridedSliceGrad with the input's shape as an input; ``static_shape`` holds what the trace
-# knows of it (-1 for a dimension known only at run time).
-STRIDED_SLICE_GRAD_SIZED = registry.primitive(
-    "StridedSliceGradSized", _strided_slice_grad_sized_kernel, dtypes=ALL, dtype_group=(0,),
-    family="array", saves=(),
-    shape_fn=lambda dy, shape, *, static_shape, **attrs: AbstractValue(
-        tuple(None if d < 0 else d for d in static_shape), dy.dtype),
-    vjp=lambda g, dy, shape, out, *, static_shape, **attrs: (
-        execute(STRIDED_SLICE, (g,), attrs), None),
-    reference=lambda dy, shape, *, static_shape, **attrs: _grad_reference(
-        dy, shape=tuple(int(d) for d in np.asarray(shape)), **attrs),
-    samples=lambda rng, dtype: [
-        ((dy, np.asarray(attrs["shape"], np.int32)),
-         dict({k: v for k, v in attrs.items() if k != "shape"},
-              static_shape=tuple(-1 for _ in attrs["shape"])))
-        for (dy,), attrs in _grad_samples(rng, dtype)])
 
 
 # --------------------------------------------------------------------------- __getitem__

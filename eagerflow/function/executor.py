@@ -17,7 +17,7 @@ from eagerflow.framework import context, host_allocator
 from eagerflow.framework.device_spec import DeviceSpec
 from eagerflow.function import builtins
 from eagerflow.function.graph_validation import keyword_name
-from eagerflow.ops import dispatch
+from eagerflow.ops import dispatch, static_value
 from eagerflow.tensor import wrap
 
 __all__ = ["Executor"]
@@ -203,6 +203,8 @@ class Executor:
     def _step_function(self, node, device):
         op = node.op
         if node.prim is not None:
+            if static_value.DYNAMIC_ATTRS in node.attrs:
+                return self._dynamic_step(node, device)
             static = node.prim.static_kernel
             if static is not None and node.prim.single:
                 avals = [src.avals[i] for src, i in node.inputs]
@@ -236,6 +238,22 @@ class Executor:
             return factory(node, device, self)
         raise errors.UnimplementedError(
             None, op, "The executor has no kernel for op %r (node %s)." % (op, node.name))
+
+    def _dynamic_step(self, node, device):
+        """A step whose last inputs are attrs known only at run time (see
+        ``ops.static_value.split_dynamic``): they are read from the host and bound here."""
+        kernel = node.prim.kernel(device.backend)
+        attrs = dict(node.attrs)
+        single = node.prim.single
+        first = node.num_outputs == 1 and not single
+        bind = static_value.bind_dynamic
+        self._attrs_bound = True
+
+        def step(*values):
+            values, bound = bind(values, attrs)
+            out = kernel(*values, **bound)
+            return out if single else (out[0] if first else tuple(out))
+        return step
 
     def run(self, args, captures):
         """Runs the graph on flat argument arrays and capture arrays; returns output arrays.
@@ -406,7 +424,8 @@ def _node_error(node, inputs, exc):
         device = None
     described = inputs if inputs else [src.avals[i] for src, i in node.inputs]
     exc = dispatch.translate_failure(node.prim if node.prim is not None else node.op,
-                                     described, node.attrs, device, exc)
+                                     described, static_value.rule_attrs(node.attrs), device,
+                                     exc)
     exc.message = "%s (node %s)%s" % (exc.message, node.name, where)
     exc.args = (exc.message,)
     return exc

@@ -44,6 +44,7 @@ import re
 from eagerflow import errors
 from eagerflow.framework.device_spec import DeviceSpec
 from eagerflow.function import builtins
+from eagerflow.ops import static_value
 
 __all__ = ["keyword_name", "validate_graphs", "MAX_TENSOR_BYTES"]
 
@@ -176,7 +177,8 @@ def _check_primitive(node, at):
     prim = node.prim
     accepted = _accepted_keywords(prim)
     if accepted is not None:
-        unknown = sorted(k for k in node.attrs if k not in accepted)
+        unknown = sorted(k for k in node.attrs if k not in accepted
+                         and k != static_value.DYNAMIC_ATTRS)
         if unknown:
             raise _refuse("%s has the attribute(s) %s, which the op does not declare "
                           "(it takes %s)." % (at, ", ".join(unknown),
@@ -184,10 +186,11 @@ def _check_primitive(node, at):
     if prim.shape_fn is None:
         return  # the shape rule would run the kernel: the executor checks at run time
     avals = [src.avals[i] for src, i in node.inputs]
+    avals = avals[:len(avals) - static_value.dynamic_count(node.attrs)]
     if any(a.shape is None for a in avals):
         return
     try:
-        out = prim.shape_fn(*avals, **node.attrs)
+        out = prim.shape_fn(*avals, **static_value.rule_attrs(node.attrs))
     except Exception as exc:  # noqa: BLE001 - a rule refusing these inputs or attrs
         raise _refuse("%s: the op refuses its declared inputs %s and attributes (%s)." % (
             at, avals, str(exc)[:200])) from None

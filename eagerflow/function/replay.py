@@ -24,6 +24,7 @@ from __future__ import annotations
 from eagerflow import errors
 from eagerflow.framework import context
 from eagerflow.function import builtins
+from eagerflow.ops import static_value
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.print_ops import print_template
 from eagerflow.tensor import wrap
@@ -66,7 +67,8 @@ def replay(graph, args, nodes=None):
             continue
         ins = [values[(src.id, i)] for src, i in node.inputs]
         if node.prim is not None:
-            out = execute(node.prim, tuple(ins), dict(node.attrs))
+            ins, attrs = static_value.bind_dynamic(tuple(ins), dict(node.attrs))
+            out = execute(node.prim, ins, attrs)
             outs = (out,) if node.prim.single else out
         elif op == builtins.CONST:
             outs = (wrap(node.value, context.CPU0),)

@@ -20,7 +20,7 @@ from eagerflow.framework import context
 from eagerflow.function import builtins
 from eagerflow.function.graph import aval_of
 from eagerflow.function.symbolic import SymbolicTensor, user_frame
-from eagerflow.ops import dispatch
+from eagerflow.ops import dispatch, static_value
 from eagerflow.ops.registry import AbstractValue, zero_avals_eval
 from eagerflow.tensor import Tensor, convert_to_tensor
 
@@ -53,10 +53,20 @@ class Tracer:
     # -- the hook -----------------------------------------------------------------------------
     def __call__(self, prim, args, attrs):
         inputs = self._convert(prim, args)
-        avals = [t.aval for t in inputs]
-        out_avals = self._abstract_eval(prim, inputs, avals, attrs)
+        # A shape-like attr known only at run time becomes an extra input (after the op's
+        # own, outside its dtype rule); the node keeps what is known of it.
+        node_attrs, extra = static_value.split_dynamic(attrs) if attrs else (attrs, ())
+        if extra:
+            inputs = tuple(inputs) + tuple(self.to_symbolic(t, prim=prim) for t in extra)
+            avals = [t.aval for t in inputs[:len(inputs) - len(extra)]]
+            rule_attrs = dict(node_attrs)
+            del rule_attrs[static_value.DYNAMIC_ATTRS]
+        else:
+            avals = [t.aval for t in inputs]
+            rule_attrs = attrs
+        out_avals = self._abstract_eval(prim, inputs, avals, rule_attrs)
         node = self.graph.add_node(
-            prim.name, [(t._node, t._index) for t in inputs], attrs, out_avals, prim=prim,
+            prim.name, [(t._node, t._index) for t in inputs], node_attrs, out_avals, prim=prim,
             device=_device_string(), stateful=prim.stateful)
         node.origin = user_frame()
         if self.control_inputs:
@@ -65,6 +75,8 @@ class Tracer:
         result = outs[0] if prim.single else outs
         tapes = _state.tapes
         if tapes and dispatch._tape_recorder is not None:
+            if extra:  # the gradient rule sees the op's inputs and the dynamic attrs
+                inputs = inputs[:len(inputs) - len(extra)]
             for t in inputs:
                 if t._tid:
                     dispatch._tape_recorder(tapes, prim, inputs, attrs, result)
@@ -134,6 +146,12 @@ class Tracer:
             if _embeddable(value._value):
                 return self.const(_host_value(value))
             return self.capture(value)
+        if isinstance(value, (list, tuple)) and _holds_symbolic(value):
+            # TF's auto-packing: [i] or [[n, 2]] with traced scalars is a stack of them.
+            from eagerflow.ops.array.join_ops import stack
+
+            return self._symbolic(stack([v if not isinstance(v, (list, tuple)) else
+                                         self._symbolic(v, dtype) for v in value]), dtype)
         t = convert_to_tensor(value, dtype=dtype)
         if isinstance(t, SymbolicTensor):
             # A tensor-like whose conversion ran ops (a sharded variable's concat): those
@@ -258,6 +276,13 @@ class Tracer:
         self.graph.add_node(op, [(t._node, t._index)], {"variable": index}, (),
                             device=_device_string() or variable.device, stateful=True,
                             name=op.replace("VariableOp", "").lower())
+
+
+def _holds_symbolic(value):
+    for v in value:
+        if isinstance(v, SymbolicTensor) or isinstance(v, (list, tuple)) and _holds_symbolic(v):
+            return True
+    return False
 
 
 def _clean(name):

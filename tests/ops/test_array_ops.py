@@ -731,9 +731,25 @@ def test_gradients_with_unknown_sizes_explain_what_is_missing():
         A._interleaved((None, None), (2, 2), "Tile")
 
 
-def test_symbolic_values_for_static_arguments_are_rejected_with_advice():
-    with pytest.raises(errors.InvalidArgumentError, match="static"):
+def test_shape_arguments_that_are_not_integer_vectors_are_rejected():
+    # A traced value is taken (see tests/function/test_dynamic_shapes.py); an object that is
+    # no tensor, a float or a rank-2 shape tensor is refused naming the op.
+    with pytest.raises(errors.InvalidArgumentError, match="reshape: shape must be"):
         A.reshape(A.zeros([4]), _Symbolic([2]))
+
+    @ef.function
+    def float_shape(n):
+        return A.zeros(ef.cast(n, ef.float32))
+
+    with pytest.raises(errors.InvalidArgumentError, match="zeros: shape .*float32.*cast"):
+        float_shape(ef.constant([2]))
+
+    @ef.function
+    def matrix_shape(n):
+        return A.reshape(A.zeros([4]), ef.reshape(n, [1, 2]))
+
+    with pytest.raises(errors.InvalidArgumentError, match="reshape: shape must be"):
+        matrix_shape(ef.constant([2, 2]))
 
 
 def test_split_gradients_fill_absent_cotangents_directly():

@@ -113,7 +113,8 @@ def _simplify(node):
         if aval.shape is not None and None not in aval.shape and _same(ins[0], aval):
             return ins[0]
         if op == "Reshape" and ins[0][0].op == "Reshape":
-            node.inputs = [ins[0][0].inputs[0]]
+            # The inner reshape's data; this node's own run-time shape input (if any) stays.
+            node.inputs = [ins[0][0].inputs[0]] + list(ins[1:])
             return True
     return None
 

@@ -18,6 +18,7 @@ import numpy as np
 from eagerflow import dtypes as dtypes_lib
 from eagerflow.function import builtins
 from eagerflow.function.passes.common import Substitution, is_pure, new_node
+from eagerflow.ops import static_value
 from eagerflow.ops.registry import AbstractValue
 
 MAX_ELEMENTS = 1_000_000
@@ -90,7 +91,8 @@ def _evaluate(node, values, backend):
     kernel = node.prim.kernel(backend)
     try:
         with np.errstate(all="ignore"):
-            out = kernel(*values, **node.attrs)
+            values, attrs = static_value.bind_dynamic(values, node.attrs)
+            out = kernel(*values, **attrs)
     except Exception:  # noqa: BLE001 - the failure belongs to run time, as it did unfolded
         return None
     outs = (out,) if node.prim.single else tuple(out)

@@ -53,8 +53,8 @@ def run(graph):
 def _index(node):
     """``i`` when ``node`` is the StridedSliceGrad of ``x[i]`` for static ``i >= 0``."""
     a = node.attrs
-    if node.op != "StridedSliceGrad" or node.control_inputs or \
-            any(a.get(k) != v for k, v in _INDEX_ATTRS.items()):
+    if node.op != "StridedSliceGrad" or node.control_inputs or "_dynamic" in a or \
+            any(a.get(k) != v for k, v in _INDEX_ATTRS.items()):  # _dynamic: run-time i
         return None
     begin, end = a.get("begin"), a.get("end")
     if len(begin) != 1 or len(end) != 1 or begin[0] < 0 or end[0] != begin[0] + 1:

@@ -38,10 +38,10 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.ops.static_value import constant_value
+from eagerflow.ops.static_value import constant_value, dynamic_int_tuple, dynamic_scalar
 from eagerflow.tensor import Tensor, convert_to_tensor, is_tensor
 
-__all__ = ["int_tuple"]
+__all__ = ["int_tuple", "scalar_int"]
 
 EXPORTS = {}
 
@@ -52,14 +52,23 @@ _range = builtins.range  # ``range`` here is the op, re-exported from creation_o
 
 # --- helpers ----------------------------------------------------------------------------------
 
-def int_tuple(value, op, what="shape"):
-    """Static tuple of ints from an int, list/tuple (of ints or int scalars), TensorShape,
-    numpy array or eager integer tensor.
+def int_tuple(value, op, what="shape", pairs=False):
+    """Tuple of ints from an int, list/tuple (of ints or int scalars), TensorShape, numpy
+    array or integer tensor.
+
+    Inside a trace, a value computed from tensors is folded to its ints when they are known
+    now (``constant_value``); when they are not, the result is a
+    :class:`~eagerflow.ops.static_value.DynamicShape`: the tuple of what is known (None
+    elsewhere) carrying the packed integer tensor, which the op's node takes as an input.
+    With ``pairs``, the value is a ``[n, 2]`` list or tensor (paddings) and the result a
+    tuple of pairs.
 
     Raises:
-        InvalidArgumentError: Naming ``op`` and the bad value when it holds a non-integer,
-            an unknown dimension, or a value only known when the graph runs.
+        InvalidArgumentError: Naming ``op`` and the bad value when it holds a non-integer
+            or an unknown dimension, or is not a 1-D integer tensor.
     """
+    if pairs:
+        return _int_pairs(value, op, what)
     cls = value.__class__
     if cls is tuple or cls is list:
         out = tuple(value)
@@ -72,6 +81,9 @@ def int_tuple(value, op, what="shape"):
             return tuple([v if v.__class__ is int else operator.index(v) for v in out])
         except TypeError:
             pass
+        dynamic = dynamic_int_tuple(out)  # scalar tensors among them: folded or packed
+        if dynamic is not None:
+            return dynamic
     elif cls is int:
         return (value,)
     elif hasattr(value, "as_list"):  # TensorShape
@@ -82,15 +94,64 @@ def int_tuple(value, op, what="shape"):
         array = constant_value(value) if isinstance(value, Tensor) else np.asarray(value)
         if array is not None and array.dtype.kind in "iu" and array.ndim <= 1:
             return tuple(int(v) for v in array.reshape(-1))
+        if array is None:
+            dynamic = dynamic_int_tuple(value)
+            if dynamic is not None:
+                return dynamic
     elif isinstance(value, np.integer):
         return (int(value),)
-    symbolic = hasattr(value, "_node") or (
-        hasattr(value, "dtype") and not isinstance(value, (Tensor, np.ndarray)))
+    detail = ""
+    if isinstance(value, Tensor):
+        detail = " (a %s tensor of shape %s%s)" % (
+            value.dtype.name, value.shape, "; cast it to int32" if
+            value.dtype.np_dtype.kind not in "iu" else "")
     raise errors.InvalidArgumentError(
-        None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s.%s"
-        % (op, what, _short(value),
-           " A value computed inside a traced function is not known until it runs; pass a "
-           "static %s (e.g. x.shape) instead." % what if symbolic else ""))
+        None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s%s."
+        % (op, what, _short(value), detail))
+
+
+def scalar_int(value, op, what):
+    """An int from an integer scalar, or a ``DynamicScalar`` for one known only when the
+    graph runs (the node then takes it as an input)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        array = constant_value(value) if isinstance(value, Tensor) else (
+            np.asarray(value) if isinstance(value, np.ndarray) else None)
+        if array is not None and array.size == 1 and array.dtype.kind in "iu":
+            return int(array.reshape(()))
+        if array is None:
+            dynamic = dynamic_scalar(value)
+            if dynamic is not None:
+                return dynamic
+    raise errors.InvalidArgumentError(
+        None, op, "%s: %s must be an integer scalar, got %s." % (op, what, _short(value)))
+
+
+def _int_pairs(value, op, what):
+    array = None
+    if isinstance(value, Tensor):
+        array = constant_value(value)
+    elif not isinstance(value, (list, tuple)):
+        array = np.asarray(value)
+    if array is not None:
+        if array.dtype.kind in "iu" and array.ndim == 2 and array.shape[1] == 2:
+            return tuple((int(a), int(b)) for a, b in array)
+    else:
+        dynamic = dynamic_int_tuple(value, pairs=True)
+        if dynamic is not None:
+            return dynamic
+        if isinstance(value, (list, tuple)):
+            try:
+                array = np.asarray(value)
+            except (TypeError, ValueError, errors.OpError):
+                array = None
+            if array is not None and array.dtype.kind in "iu" and array.ndim == 2 and \
+                    array.shape[1] == 2:
+                return tuple((int(a), int(b)) for a, b in array)
+    raise errors.InvalidArgumentError(
+        None, op, "%s: %s must be an integer [rank, 2] list or tensor of [before, after] "
+        "pairs, got %s." % (op, what, _short(value)))
 
 
 def _short(value):

@@ -19,22 +19,22 @@ from __future__ import annotations
 
 import builtins
 import math
-import operator
 
 import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
-from eagerflow.ops.array import _short, int_tuple, reshape_ops
+from eagerflow.ops.array import _short, int_tuple, reshape_ops, scalar_int
 from eagerflow.ops.math.arithmetic import ONES_LIKE, ZEROS_LIKE, less
+from eagerflow.ops.math.binary_math import maximum
 from eagerflow.ops.math.broadcast import SUM_TO_SHAPE, broadcast_to
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, REAL, _sample_values, broadcast_shapes
 from eagerflow.ops.reduce import reductions
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.ops.static_value import constant_value
+from eagerflow.ops.static_value import DynamicScalar, constant_value
 from eagerflow.tensor import Tensor, convert_to_tensor, is_tensor
 
 __all__ = ["zeros", "ones", "fill", "zeros_like", "ones_like", "eye", "range", "linspace",
@@ -53,7 +53,7 @@ _FLOATS = (d.float16, d.bfloat16, d.float32, d.float64)
 
 def _check_shape(shape, op):
     for dim in shape:
-        if dim < 0:
+        if dim is not None and dim < 0:  # None: known when the graph runs (checked then)
             raise errors.InvalidArgumentError(
                 None, op, "%sshape %s has a negative dimension; every dimension must be >= 0."
                 % (op + ": " if op else "", list(shape)))
@@ -268,6 +268,7 @@ def ones_like(input, dtype=None, name=None, layout=None):  # noqa: A002 - TF's a
 
 def _eye_kernel(xp):
     def kernel(*, num_rows, num_columns, batch_shape, dtype):
+        _check_shape(tuple(batch_shape) + (num_rows, num_columns), None)
         out = xp.zeros(tuple(batch_shape) + (num_rows, num_columns),
                        dtype=d.as_dtype(dtype).np_dtype)
         idx = xp.arange(min(num_rows, num_columns))
@@ -314,23 +315,12 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=d.float32, name=None
         >>> ef.eye(2, 3, dtype=ef.int32).numpy().tolist()
         [[1, 0, 0], [0, 1, 0]]
     """
-    rows = _scalar_int(num_rows, "eye", "num_rows")
-    cols = rows if num_columns is None else _scalar_int(num_columns, "eye", "num_columns")
+    rows = scalar_int(num_rows, "eye", "num_rows")
+    cols = rows if num_columns is None else scalar_int(num_columns, "eye", "num_columns")
     batch = () if batch_shape is None else int_tuple(batch_shape, "eye", "batch_shape")
-    _check_shape(batch + (rows, cols), "eye")
+    _check_shape(batch + tuple(n for n in (rows, cols) if n.__class__ is int), "eye")
     return execute(EYE, (), {"num_rows": rows, "num_columns": cols, "batch_shape": batch,
                              "dtype": _creation_dtype(dtype, "eye")})
-
-
-def _scalar_int(value, op, what):
-    try:
-        return operator.index(value)
-    except TypeError:
-        if isinstance(value, (Tensor, np.ndarray)) and np.asarray(value).size == 1 and \
-                np.asarray(value).dtype.kind in "iu":
-            return int(np.asarray(value).reshape(()))
-    raise errors.InvalidArgumentError(
-        None, op, "%s: %s must be an integer scalar, got %s." % (op, what, _short(value)))
 
 
 # --- Range ------------------------------------------------------------------------------------
@@ -626,12 +616,12 @@ def linspace(start, stop, num, name=None, axis=0):
         >>> ef.linspace(10.0, 12.0, 3).numpy().tolist()
         [10.0, 11.0, 12.0]
     """
-    num = _scalar_int(num, "linspace", "num")
+    num = scalar_int(num, "linspace", "num")
     if num < 1:
         raise errors.InvalidArgumentError(
             None, "LinSpace", "linspace: num must be >= 1, got %d." % num)
     start, stop = _linspace_float_bounds(start, stop)
-    return execute(LINSPACE, (start, stop), {"num": num, "axis": _scalar_int(
+    return execute(LINSPACE, (start, stop), {"num": num, "axis": scalar_int(
         axis, "linspace", "axis")})
 
 
@@ -737,14 +727,20 @@ def sequence_mask(lengths, maxlen=None, dtype=d.bool, name=None):
             None, "sequence_mask", "sequence_mask: lengths must be an integer tensor, got %s. "
             "Cast it, e.g. eagerflow.cast(lengths, eagerflow.int32)." % lengths.dtype.name)
     if maxlen is None:
-        if not isinstance(lengths, Tensor):
-            raise errors.InvalidArgumentError(
-                None, "sequence_mask", "sequence_mask: inside a traced function pass maxlen; "
-                "max(lengths) is not known until the graph runs.")
-        values = np.asarray(lengths)
-        maxlen = int(values.max()) if values.size else 0
+        values = constant_value(lengths)
+        if values is None:  # known when the graph runs: max(lengths), 0 when empty
+            maxlen = DynamicScalar(maximum(reductions.reduce_max(lengths),
+                                           convert_to_tensor(0, lengths.dtype)))
+        else:
+            maxlen = int(values.max()) if values.size else 0
     else:
-        maxlen = _scalar_int(maxlen, "sequence_mask", "maxlen")
+        maxlen = scalar_int(maxlen, "sequence_mask", "maxlen")
+    if maxlen.__class__ is DynamicScalar:
+        # TF's SequenceMask takes maxlen as a tensor: a run-time range of positions.
+        positions = range(0, cast(maxlen.tensor, lengths.dtype), 1, dtype=lengths.dtype)
+        mask = less(positions, reshape_ops.expand_dims(lengths, -1))
+        dtype = d.as_dtype(dtype)
+        return mask if dtype is d.bool else cast(mask, dtype)
     if maxlen < 0:
         raise errors.InvalidArgumentError(
             None, "sequence_mask", "sequence_mask: maxlen must be >= 0, got %d." % maxlen)

@@ -12,7 +12,7 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
-from eagerflow.ops.array import _SWEEP, _dims, _err
+from eagerflow.ops.array import _SWEEP, _dims, _err, int_tuple
 from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, _sample_values
@@ -34,6 +34,8 @@ def _check_paddings(shape, paddings, mode):
                    "the input has rank %d, paddings has %d rows %s."
                    % (len(shape), len(paddings), [list(p) for p in paddings]))
     for i, ((a, b), n) in enumerate(zip(paddings, shape)):
+        if a is None or b is None:  # known when the graph runs, and checked then
+            continue
         if a < 0 or b < 0:
             raise _err("paddings must be non-negative, got %s for dimension %d."
                        % ([a, b], i))
@@ -52,7 +54,7 @@ def _padded_shape(x, paddings, mode):
     if dims is None:
         return AbstractValue((None,) * len(paddings), x.dtype)
     _check_paddings(dims, paddings, mode)
-    return AbstractValue(tuple(None if s is None else s + a + b
+    return AbstractValue(tuple(None if s is None or a is None or b is None else s + a + b
                                for s, (a, b) in zip(dims, paddings)), x.dtype)
 
 
@@ -120,7 +122,7 @@ def _pad_grad_shape(g, *, paddings, mode):
     dims = _dims(g)
     if dims is None:
         return AbstractValue((None,) * len(paddings), g.dtype)
-    return AbstractValue(tuple(None if s is None else s - a - b
+    return AbstractValue(tuple(None if s is None or a is None or b is None else s - a - b
                                for s, (a, b) in zip(dims, paddings)), g.dtype)
 
 
@@ -233,6 +235,11 @@ def _paddings_attr(paddings):
             isinstance(p, (list, tuple)) and len(p) == 2 and all(v.__class__ is int for v in p)
             for p in paddings):
         return tuple((p[0], p[1]) for p in paddings)
+    if getattr(paddings, "_node", None) is not None or isinstance(paddings, (list, tuple)) and \
+            any(is_tensor(v) for p in paddings for v in (p if isinstance(p, (list, tuple))
+                                                          else (p,))):
+        # Computed from tensors: folded, or a DynamicShape the node takes as an input.
+        return int_tuple(paddings, "pad", "paddings", pairs=True)
     try:
         array = np.asarray(paddings.numpy() if isinstance(paddings, Tensor) else paddings)
     except (TypeError, ValueError):

@@ -73,6 +73,17 @@ def _reshape_kernel(xp):
 
 def _reshape_shape(x, *, shape):
     dims = _dims(x)
+    if None in shape:
+        # Entries known only at run time (a DynamicShape). As TF's shape inference: one
+        # dimension left unknown (None or -1) follows from a known element count.
+        if any(s is not None and s < -1 for s in shape):
+            raise _err("new shape %s has a negative dimension; use -1 for (one) inferred "
+                       "dimension." % list(shape))
+        out = [None if s is None or s == -1 else s for s in shape]
+        known = _prod(s for s in out if s is not None)
+        if _fully_known(dims) and out.count(None) == 1 and known and _prod(dims) % known == 0:
+            out[out.index(None)] = _prod(dims) // known
+        return AbstractValue(tuple(out), x.dtype)
     if _fully_known(dims):
         return AbstractValue(_resolve_shape(dims, shape), x.dtype)
     return AbstractValue(tuple(None if s == -1 else s for s in shape), x.dtype)

@@ -39,7 +39,9 @@ from eagerflow.ops.indexing import gather_ops, mask_ops
 from eagerflow.ops import indexing
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL
+from eagerflow.ops.array import int_tuple
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.static_value import DynamicShape
 from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["getitem", "strided_slice", "slice"]
@@ -163,17 +165,47 @@ def _strided_slice_grad_kernel(xp):
 def _strided_slice_shape(x, **attrs):
     if x.shape is None:
         return AbstractValue(None, x.dtype)
-    _, _, entries = _plan(len(x.shape), *(attrs[k] for k in _ATTR_NAMES))
+    spec = [attrs[k] for k in _ATTR_NAMES]
+    unknown = _unknown_entries(len(x.shape), *spec)
+    if unknown:  # bounds known only at run time (a DynamicShape): planned with stand-ins
+        spec[:3] = [tuple(0 if v is None else v for v in spec[0]),
+                    tuple(0 if v is None else v for v in spec[1]),
+                    tuple(1 if v is None else v for v in spec[2])]
+    _, _, entries = _plan(len(x.shape), *spec)
     dims = []
-    for kind, dim, value in entries:
+    for k, (kind, dim, value) in enumerate(entries):
         size = None if dim is None else x.shape[dim]
         if kind == _NEW:
             dims.append(1)
         elif kind == _RANGE:
-            dims.append(None if size is None else len(range(*value.indices(size))))
-        elif size is not None and not -size <= value < size:
+            dims.append(None if size is None or k in unknown else
+                        len(range(*value.indices(size))))
+        elif size is not None and k not in unknown and not -size <= value < size:
             raise _out_of_bounds(value, dim, size)
     return AbstractValue(dims, x.dtype)
+
+
+def _unknown_entries(ndim, begin, end, strides, begin_mask, end_mask, ellipsis_mask,
+                     new_axis_mask, shrink_axis_mask):
+    """Positions among the plan's entries whose begin, end or stride is unknown (None)."""
+    n = len(begin)
+    if None not in begin and None not in end and None not in strides:
+        return ()
+    real = sum(1 for i in range(n)
+               if not (ellipsis_mask >> i) & 1 and not (new_axis_mask >> i) & 1)
+    has_ellipsis = bool(ellipsis_mask & ((1 << n) - 1))
+    out, k = [], 0
+    for i in range(n if has_ellipsis else n + 1):
+        bit = 1 << i
+        if i == n or ellipsis_mask & bit:
+            k += max(ndim - real, 0)
+            continue
+        if not new_axis_mask & bit and (
+                strides[i] is None or (begin[i] is None and not begin_mask & bit) or
+                (end[i] is None and not end_mask & bit and not shrink_axis_mask & bit)):
+            out.append(k)
+        k += 1
+    return tuple(out)
 
 
 _ATTR_NAMES = ("begin", "end", "strides", "begin_mask", "end_mask", "ellipsis_mask",
@@ -292,8 +324,8 @@ def _strided_slice_vjp(g, x, out, **attrs):
         # x[:, t] in a while_loop): the input's shape is an input of the gradient.
         from eagerflow.ops.array.shape_ops import shape as shape_of
 
-        return execute(STRIDED_SLICE_GRAD_SIZED, (g, shape_of(x)), dict(
-            attrs, static_shape=tuple(-1 if d is None else d for d in shape)))
+        return execute(STRIDED_SLICE_GRAD, (g,), dict(
+            attrs, shape=DynamicShape(shape, shape_of(x))))
     return execute(STRIDED_SLICE_GRAD, (g,), dict(attrs, shape=shape))
 
 
@@ -324,32 +356,6 @@ STRIDED_SLICE_GRAD = registry.primitive(
     shape_fn=lambda dy, *, shape, **attrs: AbstractValue(shape, dy.dtype), saves=(),
     vjp=lambda g, dy, out, *, shape, **attrs: execute(STRIDED_SLICE, (g,), attrs),
     reference=_grad_reference, samples=_grad_samples)
-
-
-def _strided_slice_grad_sized_kernel(xp):
-    scatter = _strided_slice_grad_kernel(xp)
-
-    def kernel(dy, shape, *, static_shape, **attrs):
-        return scatter(dy, shape=tuple(int(d) for d in shape.tolist()), **attrs)
-    return kernel
-
-
-# StridedSliceGrad with the input's shape as an input; ``static_shape`` holds what the trace
-# knows of it (-1 for a dimension known only at run time).
-STRIDED_SLICE_GRAD_SIZED = registry.primitive(
-    "StridedSliceGradSized", _strided_slice_grad_sized_kernel, dtypes=ALL, dtype_group=(0,),
-    family="array", saves=(),
-    shape_fn=lambda dy, shape, *, static_shape, **attrs: AbstractValue(
-        tuple(None if d < 0 else d for d in static_shape), dy.dtype),
-    vjp=lambda g, dy, shape, out, *, static_shape, **attrs: (
-        execute(STRIDED_SLICE, (g,), attrs), None),
-    reference=lambda dy, shape, *, static_shape, **attrs: _grad_reference(
-        dy, shape=tuple(int(d) for d in np.asarray(shape)), **attrs),
-    samples=lambda rng, dtype: [
-        ((dy, np.asarray(attrs["shape"], np.int32)),
-         dict({k: v for k, v in attrs.items() if k != "shape"},
-              static_shape=tuple(-1 for _ in attrs["shape"])))
-        for (dy,), attrs in _grad_samples(rng, dtype)])
 
 
 # --------------------------------------------------------------------------- __getitem__
@@ -591,22 +597,40 @@ def getitem(tensor, key):
 # --------------------------------------------------------------------------- public API
 
 def _int_tuple(value, what, op):
-    """A tuple of Python ints from a list/tuple/1-D int array or eager tensor."""
-    if isinstance(value, Tensor) or isinstance(value, np.ndarray):
-        array = np.asarray(value)
-        if array.dtype.kind not in "iu" or array.ndim > 1:
-            raise errors.InvalidArgumentError(
-                None, op, "%s: %s must be a 1-D list of integers, got %s of shape %s."
-                % (op, what, array.dtype.name, list(array.shape)))
-        return tuple(int(v) for v in array.reshape(-1))
-    if isinstance(value, numbers.Integral):
-        return (int(value),)
-    try:
-        return tuple(operator.index(v) for v in value)
-    except TypeError:
-        raise errors.InvalidArgumentError(
-            None, op, "%s: %s must be a list of static integers, got %r."
-            % (op, what, value)) from None
+    """The array family's ``int_tuple`` (a DynamicShape for values known at run time)."""
+    return int_tuple(value, op, what)
+
+
+def _dynamic_slice(input_, begin, size):
+    """``slice`` with a begin or size known only at run time: a StridedSlice whose begin and
+    end are tensor inputs (end = begin + size, or the dimension for a size of -1), checked
+    to have the requested size where it is known, as TF's Slice gives it."""
+    from eagerflow.ops.array.shape_ops import ensure_shape, shape as shape_of
+    from eagerflow.ops.math.arithmetic import add, equal, where
+    from eagerflow.ops.math.cast import cast
+
+    def as_tensor(value):
+        if value.__class__ is DynamicShape:
+            return value.tensor
+        return convert_to_tensor(np.asarray(value, np.int32))
+
+    b = as_tensor(begin)
+    s = as_tensor(size)
+    if s.dtype != b.dtype:
+        s = cast(s, b.dtype)
+    dims = shape_of(input_, out_type=b.dtype)
+    end = where(equal(s, -1), dims, add(b, s))
+    rank = len(begin)
+    attrs = {"begin": DynamicShape(tuple(begin), b),
+             "end": DynamicShape(tuple(None if s_ is None or s_ == -1 or b_ is None
+                                       else b_ + s_ for b_, s_ in zip(begin, size)), end),
+             "strides": (1,) * rank, "begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
+             "new_axis_mask": 0, "shrink_axis_mask": 0}
+    out = execute(STRIDED_SLICE, (input_,), attrs)
+    known = [s_ if s_ is not None and s_ >= 0 else None for s_ in size]
+    if any(k is not None for k in known) and None in tuple(out.shape):
+        out = ensure_shape(out, known)
+    return out
 
 
 def _mask(value, what):
@@ -707,6 +731,8 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TF's name
         raise errors.InvalidArgumentError(
             None, "Slice", "Slice: expected begin and size to have %d entries (the rank of "
             "input shape %s), got %d and %d." % (rank, list(shape), len(begin), len(size)))
+    if begin.__class__ is DynamicShape or size.__class__ is DynamicShape:
+        return _dynamic_slice(input_, begin, size)
     end, end_mask = [], 0
     for i, (b, s, dim) in enumerate(zip(begin, size, shape)):
         if b < 0 or (dim is not None and b > dim):

@@ -19,6 +19,8 @@ from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, NUMERIC, _sample_values
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.static_value import DynamicShape
+from eagerflow.tensor import convert_to_tensor, is_tensor
 from eagerflow.ops.array.reshape_ops import RESHAPE, reshape_like
 
 __all__ = ["tile", "reverse", "roll", "repeat"]
@@ -53,8 +55,8 @@ def _tile_shape(x, *, multiples):
     if len(multiples) != len(dims):
         raise _err("Expected multiples argument to be a vector of length %d but got length %d."
                    % (len(dims), len(multiples)))
-    return AbstractValue(tuple(None if s is None else s * m for s, m in zip(dims, multiples)),
-                         x.dtype)
+    return AbstractValue(tuple(None if s is None or m is None else s * m
+                               for s, m in zip(dims, multiples)), x.dtype)
 
 
 def _interleaved(dims, counts, op):
@@ -73,6 +75,20 @@ def _tile_vjp(g, x, out, *, multiples):
     if not multiples:
         return g
     dims = _dims(x)
+    if multiples.__class__ is DynamicShape or dims.count(None) > 1:
+        # Blocks [m0, s0, m1, s1, ...] from the run-time multiples and shape, summed over
+        # the m axes.
+        from eagerflow.ops.array.join_ops import stack
+        from eagerflow.ops.array.shape_ops import shape as shape_of
+        from eagerflow.ops.reduce import reductions
+
+        m = multiples.tensor if multiples.__class__ is DynamicShape else multiples
+        m = convert_to_tensor(m, d.int32) if not is_tensor(m) else m
+        pairs = stack([m, shape_of(x, out_type=m.dtype)], axis=1)
+        blocks = execute(RESHAPE, (g,), {"shape": int_tuple(
+            execute(RESHAPE, (pairs,), {"shape": (-1,)}), "Tile")})
+        summed = reductions.reduce_sum(blocks, axis=list(_range(0, 2 * len(dims), 2)))
+        return reshape_like(summed, x)
     blocks = execute(RESHAPE, (g,), {"shape": _interleaved(dims, multiples, "Tile")})
     kept = tuple(v for s in dims for v in (1, s))
     if None in kept:

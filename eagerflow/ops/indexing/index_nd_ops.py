@@ -357,10 +357,10 @@ def scatter_nd(indices, updates, shape, name=None):
         >>> ef.scatter_nd([[1], [3], [1]], [1.0, 2.0, 3.0], [4]).numpy().tolist()
         [0.0, 4.0, 0.0, 2.0]
     """
-    from eagerflow.ops.math.broadcast import static_shape
+    from eagerflow.ops.array import int_tuple
 
     return execute(SCATTER_ND, (indices, updates),
-                   {"shape": static_shape(shape, "ScatterNd"), "batch_dims": 0})
+                   {"shape": int_tuple(shape, "scatter_nd"), "batch_dims": 0})
 
 
 def _tensor_scatter_public(prim, pyname, summary, example):

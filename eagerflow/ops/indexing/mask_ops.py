@@ -16,6 +16,7 @@ from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL
+from eagerflow.ops.array import scalar_int
 from eagerflow.ops.indexing import _fail, _shape_str, _static_int, _values
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import convert_to_tensor
@@ -172,7 +173,7 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
 # --------------------------------------------------------------------------- one_hot
 
 def _one_hot_axis(ndim, axis, depth):
-    if depth < 0:
+    if depth is not None and depth < 0:  # None: known when the graph runs
         raise _fail("depth must be non-negative, got %d." % depth)
     if not -1 <= axis <= ndim:
         raise _fail("axis = %d must be -1 or in [0, %d] for indices of rank %d."
@@ -295,7 +296,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
             None, "OneHot", "one_hot: string on_value/off_value are not supported; one-hot "
             "encode to numbers and gather the strings.")
     attrs = {
-        "depth": _static_int(depth, "depth", "OneHot"),
+        "depth": scalar_int(depth, "one_hot", "depth"),
         "on_value": on.numpy().item() if on is not None else target.np_dtype.type(1).item(),
         "off_value": off.numpy().item() if off is not None else target.np_dtype.type(0).item(),
         "axis": -1 if axis is None else _static_int(axis, "axis", "OneHot"),

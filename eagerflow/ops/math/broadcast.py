@@ -18,6 +18,7 @@ from eagerflow import errors
 from eagerflow.backend import cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
+from eagerflow.ops.array import int_tuple
 from eagerflow.ops.family import ALL
 from eagerflow.ops.registry import AbstractValue
 
@@ -159,7 +160,7 @@ def broadcast_to(input, shape, name=None):  # noqa: A002 - TF's argument name
         >>> ef.broadcast_to(1.0, [2]).numpy().tolist()
         [1.0, 1.0]
     """
-    return execute(BROADCAST_TO, (input,), {"shape": static_shape(shape, "BroadcastTo")})
+    return execute(BROADCAST_TO, (input,), {"shape": int_tuple(shape, "broadcast_to")})
 
 
 def sum_to_shape(g, shape):
@@ -170,20 +171,6 @@ def sum_to_shape(g, shape):
     return execute(SUM_TO_SHAPE, (g,), {"shape": shape})
 
 
-def static_shape(shape, op_name):
-    """Converts a shape argument (list, tuple, TensorShape, 1-D tensor) to a tuple of ints."""
-    if hasattr(shape, "numpy") and not hasattr(shape, "as_list"):
-        shape = np.asarray(shape.numpy()).tolist()
-    elif hasattr(shape, "as_list"):
-        shape = shape.as_list()
-    if isinstance(shape, (int, np.integer)):
-        shape = [int(shape)]
-    try:
-        out = tuple(int(s) for s in shape)
-    except (TypeError, ValueError):
-        raise errors.InvalidArgumentError(
-            None, op_name, "%s: shape must be a list of ints, got %r" % (op_name, shape)) from None
-    return out
 
 __all__ = ["broadcast_to"]
 EXPORTS = {"": ["broadcast_to"]}

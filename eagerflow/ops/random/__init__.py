@@ -119,7 +119,7 @@ def _multinomial_shape(logits, *seed, num_samples, output_dtype, **attrs):
 
 def _shape_attr(shape, op_name):
     """A shape argument as a tuple of non-negative ints (a bare int is refused, as in TF)."""
-    from eagerflow.ops.math.broadcast import static_shape
+    from eagerflow.ops.array import int_tuple
 
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         raise errors.InvalidArgumentError(
@@ -130,8 +130,8 @@ def _shape_attr(shape, op_name):
         raise errors.InvalidArgumentError(
             None, op_name, "%s: shape must be a list of ints, got %s."
             % (op_name, errors.short_repr(shape)))
-    dims = static_shape(shape, op_name)
-    if any(s < 0 for s in dims):
+    dims = int_tuple(shape, op_name)
+    if any(s is not None and s < 0 for s in dims):  # None: checked when the graph runs
         raise errors.InvalidArgumentError(
             None, op_name, "%s: shape %s has a negative dimension; every dimension must be "
             ">= 0." % (op_name, list(dims)))

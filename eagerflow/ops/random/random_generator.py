@@ -299,6 +299,12 @@ class Generator:
         from eagerflow.tensor import convert_to_tensor
 
         if context.state.trace is not None:
+            if None in shape:  # a shape known when the graph runs: so is the count
+                from eagerflow.ops.math.cast import cast
+                from eagerflow.ops.reduce import reductions
+
+                return self._traced_key_counter(
+                    reductions.reduce_prod(cast(shape.tensor, d.int64)))
             return self._traced_key_counter(random._size(shape))
         old = self._read_and_skip(random._size(shape)).view(np.uint64)
         return convert_to_tensor(old[2:3].copy()), convert_to_tensor(old[:2].copy())
@@ -312,7 +318,13 @@ class Generator:
 
         words = bitcast(self._state_var.read_value(), d.uint64)
         lo, hi, key = words[0], words[1], words[2:3]
-        new_lo = add(lo, convert_to_tensor(np.uint64((256 * int(count)) & _M64)))
+        if hasattr(count, "dtype"):
+            from eagerflow.ops.math.arithmetic import multiply
+
+            step = multiply(cast(count, d.uint64), convert_to_tensor(np.uint64(256)))
+        else:
+            step = convert_to_tensor(np.uint64((256 * int(count)) & _M64))
+        new_lo = add(lo, step)
         new_hi = add(hi, cast(less(new_lo, lo), d.uint64))  # the carry
         self._state_var.assign(bitcast(stack([new_lo, new_hi, words[2]]), d.int64))
         return key, words[0:2]

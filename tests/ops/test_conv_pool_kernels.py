@@ -105,8 +105,9 @@ def test_conv_kernels_match_references(xs, ws, a, dtype):
     ((1, 70, 70, 1), (3, 3, 1, 2), attrs(2)),                           # one example
 ])
 def test_convolutions_in_row_blocks(xs, ws, a, dtype):
-    # The GEMMs run over fixed blocks of examples: equal to the references, and the same
-    # bits on one CPU thread and on several, run to run.
+    # Inputs of several row blocks (the filter gradient of narrow column matrices runs
+    # over fixed blocks of examples): equal to the references, and the same bits on one
+    # CPU thread and on several, run to run.
     from eagerflow.backend import cpu_threads
 
     g = conv_geometry(xs, ws, depthwise=False, **a)

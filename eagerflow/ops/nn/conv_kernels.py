@@ -19,13 +19,14 @@ The references for the sweeps are plain loops over output positions.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
 
 from eagerflow import dtypes as _d
 from eagerflow import errors
-from eagerflow.backend import cpu_blas, cpu_threads
+from eagerflow.backend import blas_threads, cpu_blas, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import FLOAT, conv_cost
@@ -84,21 +85,24 @@ def _columns(xp, win, ct, threads=True):
     return cols
 
 
-# The filter gradient's GEMMs run over blocks of at most ROW_BLOCK rows, whose column
-# matrices hold at most COLUMN_BLOCK elements (whole examples), one block after the
-# other, each GEMM on numpy's BLAS threads. One thread, CPU time, median of 25 rounds:
-# conv2 ([64, 13, 13, 32], 3x3, 64 outputs) in blocks of 1024 rows 2.85 ms, of 2048 3.03;
-# conv1 ([64, 28, 28, 1], 9 columns) 1.82 and 1.42.
+# The filter gradient of a column matrix narrower than NARROW_COLUMNS (K*C of a first
+# layer: 9 for one channel and a 3x3 window, 27 for three) runs over blocks of about
+# ROW_BLOCK rows (whole examples), one block after the other on one BLAS thread.
+NARROW_COLUMNS = 32
 ROW_BLOCK = 2048
-COLUMN_BLOCK = 1 << 18
 
 
-def _example_blocks(n, rows_per_example, columns):
+def _example_blocks(n, rows_per_example):
     """Fixed ``(lo, hi)`` ranges of examples (see ROW_BLOCK): they depend on the shape
     alone, so results never depend on the number of threads."""
-    rows = min(ROW_BLOCK, COLUMN_BLOCK // max(columns, 1))
-    per = max(1, rows // max(rows_per_example, 1))
+    per = max(1, ROW_BLOCK // max(rows_per_example, 1))
     return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
+
+
+def _one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread (``blas_threads.share``)."""
+    n = blas_threads.get_num_threads() or 1
+    return blas_threads.share(n) if n > 1 else contextlib.nullcontext()
 
 
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
@@ -232,7 +236,8 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     """Filter gradient of ``_conv_forward`` in grouped layout [*k, Cg, O].
 
     ``cols.T @ dy`` of the column matrix [M, K*Cg] and the output gradient [M, O] over
-    the long M axis, in blocks of examples whose products are summed in order. That
+    the long M axis (narrow column matrices in blocks of examples whose products are
+    summed in order). That
     orientation was the faster one on every shape measured (one thread, CPU time, median
     of 15): 0.70 against 0.86 ms for ``dy.T @ cols`` at [43264, 9] and 32 outputs, 2.50
     against 2.59 ms at [7744, 288] and 64; and OpenBLAS runs the one-channel first
@@ -248,17 +253,21 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
     if groups == 1:
         kc, p, n = kp * cg, _prod(g.out_sp), x.shape[0]
         dym = dy.reshape(m, o).astype(ct, copy=False)
-        if not cpu_threads.is_numpy(xp):
+        if not cpu_threads.is_numpy(xp) or kc >= NARROW_COLUMNS or m < 2 * ROW_BLOCK:
             dw = xp.matmul(_columns(xp, win, ct).reshape(m, kc).T, dym)
         else:
             # Blocks of examples: each copies its columns and multiplies them while they
-            # are in cache; the blocks' products are summed in order.
-            ranges = _example_blocks(n, p, kc)
-            part = np.zeros((max(len(ranges), 1), kc, o), dtype=ct)
-            for i, (lo, hi) in enumerate(ranges):
-                cols = _columns(xp, win[lo:hi], ct, threads=False)
-                np.matmul(cols.reshape((hi - lo) * p, kc).T, dym[lo * p:hi * p], out=part[i])
-            dw = part[0] if len(part) == 1 else part.sum(axis=0)
+            # are in cache; the blocks' products are summed in order. One BLAS thread:
+            # the small products gain nothing from two, and a BLAS split waits for a busy
+            # core once per block.
+            ranges = _example_blocks(n, p)
+            part = np.empty((len(ranges), kc, o), dtype=ct)
+            with _one_blas_thread():
+                for i, (lo, hi) in enumerate(ranges):
+                    cols = _columns(xp, win[lo:hi], ct, threads=False)
+                    np.matmul(cols.reshape((hi - lo) * p, kc).T, dym[lo * p:hi * p],
+                              out=part[i])
+            dw = part.sum(axis=0)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: one weighted sum per kernel tap.
         dw = xp.zeros((kp, o), dtype=ct)

@@ -21,13 +21,14 @@ the same command from a checkpoint (``BackupAndRestore``).
 Sums (``"sum"``, ``"mean"``) between ranks of one machine go through a shared-memory
 window (:mod:`eagerflow.distribute.mpi_shared`), added in rank order with numpy, so the
 bits equal :class:`LocalCommunicator`'s for every dtype and rank count. It is faster here
-than MPICH's ``Allreduce`` for packed buckets (the packing is its copy-in) and for lone
-buffers (about even with it at 8-16 MB on 2 ranks). Across machines (or with
-``EAGERFLOW_MPI_SHARED_MEMORY=0``) sums use ``MPI_Allreduce``: rank-ordered on 2 and 3
-ranks; from 4 ranks on the association is MPICH's tree. Where MPI's built-in op differs
-from numpy's ufunc (float ``max``/``min``: NaN propagates, as ``np.maximum``; complex
-``prod``: numpy's rounding) and for dtypes MPI cannot reduce (bfloat16), the arrays are
-gathered and reduced in rank order with numpy.
+than MPICH's ``Allreduce`` for packed buckets (the packing is its copy-in), small buffers
+and large ones; a lone buffer of a few MB (``mpi_shared.MPI_FASTER_BYTES``) MPICH sums
+faster, and on 2 and 3 ranks MPICH adds in rank order too, so there that buffer takes
+``MPI_Allreduce``. Across machines (or with ``EAGERFLOW_MPI_SHARED_MEMORY=0``) sums use
+``MPI_Allreduce``: rank-ordered on 2 and 3 ranks; from 4 ranks on the association is
+MPICH's tree. Where MPI's built-in op differs from numpy's ufunc (float ``max``/``min``:
+NaN propagates, as ``np.maximum``; complex ``prod``: numpy's rounding) and for dtypes MPI
+cannot reduce (bfloat16), the arrays are gathered and reduced in rank order with numpy.
 The result is bit-identical on every rank.
 
 mpi4py is imported when the first communicator is made, never by ``import eagerflow``.
@@ -205,8 +206,9 @@ class MPICommunicator(Communicator):
         self._lock = threading.Lock()
         self.step = None  # the training step, set by a strategy; shown in reports
         # Sums between ranks of one machine go through a shared-memory window (faster
-        # than MPICH's Allreduce here, and rank-ordered at every size); across machines,
-        # or with EAGERFLOW_MPI_SHARED_MEMORY=0, through MPI_Allreduce.
+        # than MPICH's Allreduce here except for lone buffers of a few MB, and
+        # rank-ordered at every size); across machines, or with
+        # EAGERFLOW_MPI_SHARED_MEMORY=0, through MPI_Allreduce.
         self._node = None
         if self._size > 1 and os.environ.get(SHARED_MEMORY_ENV, "1") != "0":
             self._node = NodeSum.for_comm(MPI, self._comm)
@@ -291,7 +293,7 @@ class MPICommunicator(Communicator):
                 if b.size == 0:
                     continue
                 kind = b.dtype.kind
-                if node is not None:
+                if node is not None and not node.prefers_mpi(b):
                     flat = b.reshape(-1)
                     node.sum_into([flat], flat)
                 elif kind == "V" or (kind in "fc" and op in ("max", "min")) or \

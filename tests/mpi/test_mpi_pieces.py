@@ -307,3 +307,31 @@ def test_gradient_reducer_never_writes_the_given_arrays():
         for s, m, a, b in zip(summed, mean, grads(0), grads(1)):
             np.testing.assert_array_equal(s, a + b)
             np.testing.assert_array_equal(m, (a + b) / 2)
+
+
+def test_node_sum_routes_lone_few_mb_buffers_to_mpi_only_where_mpich_is_rank_ordered():
+    # The window sums everything on 4 or more ranks (MPICH's tree associates differently
+    # there), and below 2 MiB, above 16 MiB, or for 8/16-bit dtypes on any rank count.
+    from eagerflow.distribute.mpi_shared import MPI_FASTER_BYTES, NodeSum
+
+    class FakeComm:
+        def __init__(self, size):
+            self.size = size
+
+        def Get_rank(self):
+            return 0
+
+        def Get_size(self):
+            return self.size
+
+    lo, hi = MPI_FASTER_BYTES
+    cases = [(2, np.float32, 4 << 20, True), (3, np.float64, hi, True),
+             (3, np.int32, lo + 4, True), (2, np.complex64, 8 << 20, True),
+             (2, np.float32, lo, False), (2, np.float32, hi + 4, False),
+             (4, np.float32, 4 << 20, False), (5, np.float64, 4 << 20, False),
+             (2, np.float16, 4 << 20, False), (2, np.uint8, 4 << 20, False),
+             (2, np.bool_, 4 << 20, False)]
+    for size, dtype, nbytes, want in cases:
+        node = NodeSum(None, FakeComm(size))
+        buf = np.empty(nbytes // np.dtype(dtype).itemsize, dtype)
+        assert node.prefers_mpi(buf) is want, (size, dtype, nbytes)

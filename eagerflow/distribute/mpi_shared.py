@@ -8,39 +8,50 @@ that ourselves in one shared window (``MPI_Win_allocate_shared``) has two gains:
   is the copy-in MPICH would make anyway (zero-copy derived datatypes cannot do this
   here: MPICH 5.0 refuses ``MPI_SUM`` on any derived datatype, and sending them
   point-to-point was 2.5x slower than a packed ``Allreduce``);
-- each rank sums one ``1/size`` segment of the buffer, reading every rank's input in
-  the window, and all ranks copy the whole result out: the additions run on every core
-  at once, with no message protocol. Measured at 2 ranks (``python -m
-  eagerflow.benchmarks --filter mpi``): faster than mpi4py's ``Allreduce`` of the
-  same contiguous bytes at 4 MB and 64 MB, while also doing the packing.
+- the ranks wait for each other through counters in the window, piece by piece: a rank
+  adds the first 512 KiB as soon as every rank has packed it, while a slower rank still
+  packs the rest. A barrier per round made each rank wait for the slowest one's whole
+  copy (on a loaded machine, most of the time of a 4 MB sum).
 
 The sum is computed in rank order (``((x0 + x1) + x2) + ...``, numpy's additions), the
 order :class:`~eagerflow.distribute.communicator.LocalCommunicator` uses: the bits are
 the same on every rank, for every rank count and dtype (MPICH's own order is a tree from
-4 ranks on).
+4 ranks on). Up to ``FULL_SUM_RANKS`` ranks every rank adds the whole buffer straight
+into its result; from 5 on each adds one ``1/size`` segment into a shared result slot
+that all copy out (``size`` reads per element instead of ``size * size``).
 
-Two barriers per round. The window holds two sets of slots used in turn, so a rank that
-starts the next round while a slower one still copies the last result out cannot
-overwrite what it reads: to reuse a set, a rank must have passed the second barrier of
-the round in between, which every rank reaches only after its copy-out.
+The counters, one 64-byte line each per rank: *packed* (pieces packed so far, over all
+rounds), *summed* (rounds whose segment is in the result slot; segmented sums only) and
+*done* (rounds this rank has finished reading). A rank publishes a counter after
+``MPI_Win_sync`` (the memory barrier MPI defines for shared windows) and syncs again after
+seeing a peer's, so the data written before a counter is seen with it. Two sets of slots
+are used in turn: before packing round ``t`` into a set a rank waits until every rank is
+done with round ``t - 2``, the last one that used it. A wait spins on the counter, then
+yields the core; it runs inside the communicator's deadline bracket, so a peer that never
+arrives is reported, and the job ended, by the watchdog as for any MPI call.
 
 The window is allocated at the first sum large enough to need it (a collective: every
 rank makes the same calls in the same order, with the same sizes) and grows by powers of
-two up to ``CHUNK_BYTES``; larger buffers go through it in chunks. It is not freed
+two up to ``CHUNK_BYTES``; larger buffers go through it in rounds. It is not freed
 before ``MPI_Finalize`` (freeing is a collective, and ranks close communicators in
 different orders at exit).
 """
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-__all__ = ["NodeSum", "CHUNK_BYTES", "MPI_FASTER_BYTES"]
+__all__ = ["NodeSum", "CHUNK_BYTES", "PIECE_BYTES", "MPI_FASTER_BYTES"]
 
-# The most one round moves. Rounds that fit a core's 2 MiB L2 were fastest here (4 MB:
-# 1.2-1.8 ms in rounds of 0.5-2 MiB, 3.2 ms in one; 64 MB: 24-26 ms against 45 ms).
-CHUNK_BYTES = 2 << 20
+# The most one round moves (the window holds two rounds per rank, in turn).
+CHUNK_BYTES = 4 << 20
+# What a rank packs before it tells the others: the grain of the overlap.
+PIECE_BYTES = 512 << 10
 _MIN_BYTES = 64 << 10
+_LINE = 64  # bytes per counter: one cache line each, so ranks never write the same line
+_SPINS = 200  # counter reads before a waiting rank starts yielding its core
 FULL_SUM_RANKS = 4  # up to this many local ranks, every rank adds the whole buffer
 # One contiguous buffer of more than 2 MiB and at most 16 MiB, reduced in place, is summed
 # faster by MPICH's Allreduce (a reduce-scatter and allgather: each rank adds half of the
@@ -60,7 +71,7 @@ class NodeSum:
     Args:
         MPI: The ``mpi4py.MPI`` module.
         comm: The mpi4py communicator (all its ranks share a machine; see
-            :meth:`for_comm`). Its ``Barrier`` orders the rounds.
+            :meth:`for_comm`). Used for the window's allocation only.
     """
 
     def __init__(self, MPI, comm):
@@ -70,8 +81,10 @@ class NodeSum:
         self._size = comm.Get_size()
         self._win = None
         self._mem = None
+        self._counters = None  # the window's counters as a memoryview of int64
         self._cap = 0  # bytes per slot
         self._round = 0
+        self._packed = 0  # pieces packed by every rank before this round
         self._views = {}  # (set, dtype, count): the slots as arrays, made once
 
     @classmethod
@@ -104,23 +117,31 @@ class NodeSum:
         while cap < nbytes:
             cap *= 2
         cap = min(cap, CHUNK_BYTES)
+        comm, MPI = self._comm, self._MPI
         if self._win is not None:
             # Every rank has finished reading the old window before it goes.
-            self._comm.Barrier()
+            comm.Barrier()
             self._win.Unlock_all()
-            self._mem = None
+            self._mem = self._counters = None
             self._views.clear()
             self._win.Free()
-        # Two sets of (size inputs + one result) slots, all in rank 0's allocation so the
-        # result is one contiguous array every rank reads.
-        total = 2 * (self._size + 1) * cap
-        MPI = self._MPI
-        self._win = MPI.Win.Allocate_shared(total if self._rank == 0 else 0, 1,
-                                            comm=self._comm)
+        # Counters first (three per rank), then two sets of (size inputs + one result)
+        # slots, all in rank 0's allocation so the result is one contiguous array.
+        head = -(-3 * self._size * _LINE // 4096) * 4096
+        total = head + 2 * (self._size + 1) * cap
+        self._win = MPI.Win.Allocate_shared(total if self._rank == 0 else 0, 1, comm=comm)
         buf, _ = self._win.Shared_query(0)
-        self._mem = np.frombuffer(buf, np.uint8)
+        mem = np.frombuffer(buf, np.uint8)
+        if self._rank == 0:
+            mem[:head] = 0
+        self._counters = memoryview(buf)[:head].cast("q")
+        self._mem = mem[head:]
         self._win.Lock_all(MPI.MODE_NOCHECK)
+        self._win.Sync()
+        comm.Barrier()  # the counters are zero before anyone counts
+        self._win.Sync()
         self._cap = cap
+        self._round = self._packed = 0
 
     def sum_into(self, sources, dest):
         """Writes the all-ranks sum of ``concatenate(sources)`` into ``dest`` (flat).
@@ -138,21 +159,10 @@ class NodeSum:
         if n <= per:
             self._one_round(sources, dest, n)
             return
-        # Rounds of at most ``per`` elements; each packs the pieces of the sources that
-        # fall in it straight into the window.
-        flats = [a.reshape(-1) for a in sources]
-        k, used = 0, 0  # the source being packed, and how much of it is already packed
-        for start in range(0, n, per):
+        # Rounds of at most ``per`` elements, each given the pieces of the sources that
+        # fall in it (views: packing is the only copy).
+        for start, pieces in _split(sources, n, per):
             chunk = dest[start:start + per]
-            want, pieces = chunk.size, []
-            while want:
-                take = min(want, flats[k].size - used)
-                if take:
-                    pieces.append(flats[k][used:used + take])
-                used += take
-                want -= take
-                if used == flats[k].size:
-                    k, used = k + 1, 0
             self._one_round(pieces, chunk, chunk.size)
 
     def _slots(self, which, dtype, n):
@@ -169,38 +179,91 @@ class NodeSum:
                 for k in range(self._size + 1)]
         return views
 
-    def _sync(self):
-        win = self._win
-        win.Sync()
-        self._comm.Barrier()
-        win.Sync()
+    def _publish(self, kind, value):
+        """Sets this rank's counter ``kind`` (0 packed, 1 summed, 2 done) after its writes."""
+        self._win.Sync()
+        self._counters[(kind * self._size + self._rank) * (_LINE // 8)] = value
+
+    def _wait(self, kind, value):
+        """Returns when every rank's counter ``kind`` is at least ``value``."""
+        counters, stride, me = self._counters, _LINE // 8, self._rank
+        for r in range(self._size):
+            at = (kind * self._size + r) * stride
+            if r == me or counters[at] >= value:
+                continue
+            spins = 0
+            while counters[at] < value:
+                spins += 1
+                if spins > _SPINS:
+                    os.sched_yield()  # releases the GIL too: the watchdog keeps its deadline
+        self._win.Sync()
 
     def _one_round(self, sources, dest, n):
-        which = self._round & 1
         self._round += 1
+        t = self._round
         dtype, p, me = dest.dtype, self._size, self._rank
-        slots = self._slots(which, dtype, n)
+        slots = self._slots(t & 1, dtype, n)
         ins = slots[:p]
-        if len(sources) == 1:
-            np.copyto(ins[me], sources[0].reshape(-1))
+        self._wait(2, t - 2)  # every rank is done reading this set's last round
+        per = max(1, PIECE_BYTES // dtype.itemsize)
+        count = -(-n // per)
+        base = self._packed
+        self._packed += count
+        mine = ins[me]
+        if count == 1:
+            if len(sources) == 1:
+                np.copyto(mine, sources[0].reshape(-1))
+            else:
+                np.concatenate(sources, axis=None, out=mine)
+            self._publish(0, base + 1)
         else:
-            np.concatenate(sources, axis=None, out=ins[me])
-        self._sync()
+            for k, (start, pieces) in enumerate(_split(sources, n, per)):
+                out = mine[start:start + per]
+                if len(pieces) == 1:
+                    np.copyto(out, pieces[0])
+                else:
+                    np.concatenate(pieces, axis=None, out=out)
+                self._publish(0, base + k + 1)
         if p <= FULL_SUM_RANKS:
-            # Every rank adds the whole buffer straight into ``dest``: the same additions
-            # in the same order on every rank (the same bits), one barrier, no copy-out.
-            np.add(ins[0], ins[1], out=dest)
-            for r in range(2, p):
-                np.add(dest, ins[r], out=dest)
+            # Every rank adds the whole buffer straight into ``dest``, piece by piece as
+            # the pieces are packed: the same additions in the same order on every rank
+            # (the same bits), and no copy-out.
+            for k in range(count):
+                self._wait(0, base + k + 1)
+                lo, hi = k * per, min(n, (k + 1) * per)
+                out = dest[lo:hi]
+                np.add(ins[0][lo:hi], ins[1][lo:hi], out=out)
+                for r in range(2, p):
+                    np.add(out, ins[r][lo:hi], out=out)
+            self._publish(2, t)
             return
-        # Many ranks: each adds one segment into the shared result, then all copy it out
-        # (p reads per element instead of p * p).
+        # Many ranks: each adds one segment into the shared result, then all copy it out.
         result = slots[p]
         lo, hi = n * me // p, n * (me + 1) // p
         if hi > lo:
-            mine = result[lo:hi]
-            np.add(ins[0][lo:hi], ins[1][lo:hi], out=mine)
+            self._wait(0, base + -(-hi // per))  # the pieces that hold the segment
+            seg = result[lo:hi]
+            np.add(ins[0][lo:hi], ins[1][lo:hi], out=seg)
             for r in range(2, p):
-                np.add(mine, ins[r][lo:hi], out=mine)
-        self._sync()
+                np.add(seg, ins[r][lo:hi], out=seg)
+        self._publish(1, t)
+        self._wait(1, t)
         np.copyto(dest, result)
+        self._publish(2, t)
+
+
+def _split(sources, n, per):
+    """(start, views) for each run of ``per`` elements of ``concatenate(sources)``."""
+    flats = [a.reshape(-1) for a in sources]
+    k, used = 0, 0  # the source being cut, and how much of it is already cut
+    for start in range(0, n, per):
+        want, pieces = min(per, n - start), []
+        while want:
+            take = min(want, flats[k].size - used)
+            if take:
+                pieces.append(flats[k][used:used + take])
+            used += take
+            want -= take
+            if used == flats[k].size:
+                k, used = k + 1, 0
+        yield start, pieces

@@ -412,3 +412,15 @@ def test_second_order_gradient_through_a_function_with_run_time_shapes():
             g = inner.gradient(s, x)
         results.append(outer.gradient(g, x).numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("names", [("shape", "shape"), ("dtype", "shape", "x"), ("missing",),
+                                   "shape"])
+def test_loading_refuses_inconsistent_run_time_attrs(names):
+    concrete = ef.function(lambda n: ef.zeros([n, 2])).get_concrete_function(
+        ef.TensorSpec([], ef.int32))
+    msg = serialize.graph_to_proto(concrete)
+    node = next(n for n in msg.graph.node if n.op == "Zeros")
+    node.attr[DYNAMIC_ATTRS].CopyFrom(serialize.attr_to_proto(names))
+    with pytest.raises(errors.OpError, match="run-time attributes"):
+        serialize.load_function(serialize.proto_to_bytes(msg))

@@ -464,7 +464,13 @@ def _bounds(values):
     """Static bounds as a tuple; with traced scalars among them, a DynamicShape."""
     for v in values:
         if v.__class__ is not int:
-            return dynamic_int_tuple(values)
+            out = dynamic_int_tuple(values)
+            if out is None:  # a tensor-like that is neither an int nor a traced tensor
+                raise errors.UnimplementedError(
+                    None, "StridedSlice", "StridedSlice: slice bounds must be ints or scalar "
+                    "integer tensors, got %s. Use eagerflow.gather(x, eagerflow.range(start, "
+                    "stop, step), axis=...) instead." % errors.short_repr(list(values)))
+            return out
     return tuple(values)
 
 

@@ -176,8 +176,10 @@ def _zeros(meta):
     from eagerflow.tensor import wrap
 
     shape, np_dtype, device = meta
-    if device is None:
-        return None  # a symbolic output (traced control flow): its backward takes None as zero
+    if device is None or shape is None or None in shape:
+        # A symbolic output (traced control flow, or dims known only at run time): its
+        # backward takes None as zero.
+        return None
     return wrap(device.backend.zeros(shape, dtype=np_dtype), device)
 
 

@@ -183,6 +183,14 @@ def _check_primitive(node, at):
             raise _refuse("%s has the attribute(s) %s, which the op does not declare "
                           "(it takes %s)." % (at, ", ".join(unknown),
                                                ", ".join(sorted(accepted)) or "none"))
+    names = node.attrs.get(static_value.DYNAMIC_ATTRS)
+    if names is not None and (
+            not isinstance(names, (tuple, list)) or len(names) > len(node.inputs) or
+            len(set(names)) != len(names) or
+            any(not isinstance(k, str) or k not in node.attrs or
+                (accepted is not None and k not in accepted) for k in names)):
+        raise _refuse("%s: its run-time attributes %r must name distinct attributes of the "
+                      "op, one per trailing input." % (at, names))
     if prim.shape_fn is None:
         return  # the shape rule would run the kernel: the executor checks at run time
     avals = [src.avals[i] for src, i in node.inputs]

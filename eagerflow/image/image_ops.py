@@ -64,7 +64,14 @@ def _hw(x):
 
 
 def _size(size, op):
-    size = size.numpy().tolist() if hasattr(size, "numpy") else list(size)
+    from eagerflow.ops.array import int_tuple
+
+    size = int_tuple(size, op, "size")
+    if None in size:
+        # The sampling weights are computed when tracing, from the sizes.
+        raise errors.UnimplementedError(
+            None, op, "%s: size must be known when tracing (ints, or computed from static "
+            "shapes); got %s, known only when the graph runs." % (op, list(size)))
     if len(size) != 2 or any(int(s) <= 0 for s in size):
         raise errors.InvalidArgumentError(
             None, op, "%s: size must be [new_height, new_width] of positive ints, got %s."

@@ -171,6 +171,8 @@ def dynamic_int_tuple(value, pairs=False):
         if not _is_symbolic(value) or value.dtype.np_dtype.kind not in "iu":
             return None
         shape = value.shape.dims if hasattr(value.shape, "dims") else value.shape
+        if shape is not None and len(shape) == 0 and not pairs:
+            return dynamic_int_tuple([value])  # a scalar size, as an int is a 1-D shape
         if shape is None or len(shape) != (2 if pairs else 1) or shape[0] is None or \
                 (pairs and shape[1] != 2):
             return None
@@ -201,8 +203,20 @@ def dynamic_int_tuple(value, pairs=False):
     if not symbolic:
         return tuple(known) if pairs else known[0]
     from eagerflow.ops.array.join_ops import stack
+    from eagerflow.ops.math.cast import cast
 
-    tensor = stack([stack(list(row)) for row in rows]) if pairs else stack(list(value))
+    # One integer dtype for the packed value: int64 if any entry is, else int32.
+    wide = any(isinstance(v, Tensor) and v.dtype.np_dtype.itemsize == 8
+               for row in rows for v in row)
+    dtype = np.dtype(np.int64 if wide else np.int32)
+
+    def entry(v):
+        if isinstance(v, Tensor):
+            return v if v.dtype.np_dtype == dtype else cast(v, dtype.name)
+        return np.asarray(v, dtype)
+
+    tensor = stack([stack([entry(v) for v in row]) for row in rows]) if pairs else \
+        stack([entry(v) for v in value])
     return DynamicShape(tuple(known) if pairs else known[0], tensor)
 
 

@@ -35,6 +35,18 @@ DYNAMIC = {
     "range": (lambda n: ef.range(n), (None,)),
     "scatter_nd": (lambda n: ef.scatter_nd([[0]], [5], [n + 1]), (None,)),
     "strided_slice": (lambda n: ef.strided_slice(ef.range(10), [n], [n + 3]), (None,)),
+    "getitem_bounds": (lambda n: ef.range(10)[n:n + 3], (None,)),
+    "getitem_stop": (lambda n: ef.reshape(ef.range(12), [3, 4])[:, :n], (3, None)),
+    "getitem_step": (lambda n: ef.range(10)[::n + 1], (None,)),
+    "zeros_scalar_shape": (lambda n: ef.zeros(n), (None,)),
+    "linspace": (lambda n: ef.linspace(0.0, 1.0, n + 1), (None,)),
+    "top_k": (lambda n: ef.math.top_k([3, 1, 2, 5], n).values, (None,)),
+    "segment_sum": (lambda n: ef.math.unsorted_segment_sum([1.0, 2.0, 3.0], [0, 1, 0], n + 2),
+                    (None,)),
+    "split_sizes": (lambda n: ef.split(ef.range(6), [n, 6 - n])[1], (None,)),
+    "repeat": (lambda n: ef.repeat([1, 2], n), (None,)),
+    "roll": (lambda n: ef.roll(ef.range(5), shift=n, axis=0), (5,)),
+    "random_uniform": (lambda n: ef.shape(ef.random.uniform([n, 2])), (2,)),
 }
 
 # name -> (program of a [4, 3] float tensor x, TF's static shape for x of shape [None, 3])
@@ -156,6 +168,12 @@ GRADIENT_PROGRAMS = {
     "pad_reflect": lambda x, n: ef.pad(x, [[0, n - 1], [n, 0]], mode="REFLECT"),
     "fill_value": lambda x, n: ef.fill([n, 2], ef.reduce_sum(x)),
     "strided_slice": lambda x, n: ef.strided_slice(x, [0, n - 2], [2, n + 1]),
+    "getitem": lambda x, n: x[n - 2:, :n],
+    "split": lambda x, n: ef.split(x, [n - 1, 4 - n], axis=1)[1],
+    "repeat": lambda x, n: ef.repeat(x, n, axis=1),
+    "top_k": lambda x, n: ef.math.top_k(x, n).values,
+    "segment_sum": lambda x, n: ef.math.unsorted_segment_sum(x, [1, 0], n + 1),
+    "linspace": lambda x, n: ef.linspace(x[0], x[1], n + 2),
 }
 
 
@@ -273,6 +291,23 @@ def test_bad_values_at_run_time_name_the_op():
         eye(ef.constant(-1))
 
 
+def test_axes_must_be_known_when_tracing():
+    # TF gives a result of unknown rank; axes and permutations are static here.
+    @ef.function
+    def concat(n):
+        return ef.concat([ef.ones([2]), ef.ones([2])], axis=n)
+
+    with pytest.raises(errors.InvalidArgumentError, match="axis must be known when tracing"):
+        concat(ef.constant(0))
+
+    @ef.function
+    def transpose(n):
+        return ef.transpose(ef.ones([2, 3]), ef.stack([n, 0]))
+
+    with pytest.raises(errors.InvalidArgumentError, match="perm must be known when tracing"):
+        transpose(ef.constant(1))
+
+
 def test_bad_values_at_trace_time_are_refused_clearly():
     @ef.function
     def float_shape(x):
@@ -377,3 +412,15 @@ def test_second_order_gradient_through_a_function_with_run_time_shapes():
             g = inner.gradient(s, x)
         results.append(outer.gradient(g, x).numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("names", [("shape", "shape"), ("dtype", "shape", "x"), ("missing",),
+                                   "shape"])
+def test_loading_refuses_inconsistent_run_time_attrs(names):
+    concrete = ef.function(lambda n: ef.zeros([n, 2])).get_concrete_function(
+        ef.TensorSpec([], ef.int32))
+    msg = serialize.graph_to_proto(concrete)
+    node = next(n for n in msg.graph.node if n.op == "Zeros")
+    node.attr[DYNAMIC_ATTRS].CopyFrom(serialize.attr_to_proto(names))
+    with pytest.raises(errors.OpError, match="run-time attributes"):
+        serialize.load_function(serialize.proto_to_bytes(msg))

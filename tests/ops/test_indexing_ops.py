@@ -310,7 +310,7 @@ def test_segment_errors():
         ix.unsorted_segment_sum(data, [0, 7, 1], 3)
     with pytest.raises(errors.InvalidArgumentError, match="must start with segment_ids.shape"):
         ix.unsorted_segment_max(data, [0, 1], 3)
-    with pytest.raises(errors.InvalidArgumentError, match="static integer"):
+    with pytest.raises(errors.InvalidArgumentError, match="num_segments must be an integer"):
         ix.unsorted_segment_min(data, [0, 1, 0], 2.0)
 
 

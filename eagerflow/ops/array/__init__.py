@@ -41,7 +41,7 @@ from eagerflow import errors
 from eagerflow.ops.static_value import constant_value, dynamic_int_tuple, dynamic_scalar
 from eagerflow.tensor import Tensor, convert_to_tensor, is_tensor
 
-__all__ = ["int_tuple", "scalar_int"]
+__all__ = ["int_tuple", "scalar_int", "static_int_tuple"]
 
 EXPORTS = {}
 
@@ -102,9 +102,13 @@ def int_tuple(value, op, what="shape", pairs=False):
         return (int(value),)
     detail = ""
     if isinstance(value, Tensor):
+        dims = value.shape.dims
         detail = " (a %s tensor of shape %s%s)" % (
             value.dtype.name, value.shape, "; cast it to int32" if
-            value.dtype.np_dtype.kind not in "iu" else "")
+            value.dtype.np_dtype.kind not in "iu" else
+            "; its length, the result's rank, must be known when tracing: give the input a "
+            "known rank or set the shape with ensure_shape" if dims is not None and
+            len(dims) == 1 and dims[0] is None else "")
     raise errors.InvalidArgumentError(
         None, op, "%s: %s must be a list of ints or a 1-D integer tensor, got %s%s."
         % (op, what, _short(value), detail))
@@ -201,6 +205,17 @@ def _prod(dims):
     return n
 
 
+def static_int_tuple(value, op, what):
+    """``int_tuple`` for values the op needs when tracing (axes, permutations): a value
+    known only when the graph runs is refused, saying so."""
+    out = int_tuple(value, op, what)
+    if None in out:
+        raise errors.InvalidArgumentError(
+            None, op, "%s: %s must be known when tracing (ints, or computed from static "
+            "shapes), got %s, known only when the graph runs." % (op, what, _short(value)))
+    return out
+
+
 def _scalar_axis(axis, op):
     """An int axis from an int, a 0-d/1-element integer tensor or a length-1 list."""
     if axis.__class__ is int:
@@ -209,6 +224,8 @@ def _scalar_axis(axis, op):
         values = int_tuple(axis, op, "axis")
     except errors.InvalidArgumentError:
         values = ()
+    if None in values:
+        values = static_int_tuple(axis, op, "axis")
     if len(values) != 1:
         raise errors.InvalidArgumentError(
             None, op, "%s: axis must be an int (or a 1-element list), got %s."

@@ -547,7 +547,7 @@ def _linspace_vjp(g, start, stop, out, *, num, axis):
     a = axis % rank
     t = execute(LINSPACE, (_scalar_like(g, False), _scalar_like(g, True)),
                 {"num": num, "axis": 0})
-    t = reshape_ops.reshape(t, (num,) + (1,) * (rank - 1 - a))
+    t = reshape_ops.reshape(t, (-1,) + (1,) * (rank - 1 - a))  # -1: num may be a run-time value
     g_stop = g * t
     g_start = g - g_stop
     return (_sum_axis(g_start, a), _sum_axis(g_stop, a))
@@ -617,7 +617,7 @@ def linspace(start, stop, num, name=None, axis=0):
         [10.0, 11.0, 12.0]
     """
     num = scalar_int(num, "linspace", "num")
-    if num < 1:
+    if num.__class__ is int and num < 1:  # else checked when the graph runs
         raise errors.InvalidArgumentError(
             None, "LinSpace", "linspace: num must be >= 1, got %d." % num)
     start, stop = _linspace_float_bounds(start, stop)

@@ -32,7 +32,7 @@ EXPORTS = {
 def _zeros_shaped(template, shape):
     """Zeros of ``shape`` with the dtype and device of ``template``."""
     zero = execute(SUM_TO_SHAPE, (execute(ZEROS_LIKE, (template,)),), {"shape": ()})
-    return execute(FILL, (zero,), {"shape": tuple(shape)})
+    return execute(FILL, (zero,), {"shape": int_tuple(shape, "zeros")})
 
 
 # --- ConcatV2 / SplitV / Split ----------------------------------------------------------------
@@ -192,6 +192,9 @@ def _splitv_shape(x, *, size_splits, axis):
     if dims is None:
         return tuple(AbstractValue(None, x.dtype) for _ in size_splits)
     a = _axis(axis, len(dims))
+    if None in size_splits:  # sizes known only when the graph runs (checked then)
+        return tuple(AbstractValue(dims[:a] + (None if s is None or s == -1 else s,) +
+                                   dims[a + 1:], x.dtype) for s in size_splits)
     sizes = _resolve_splits(size_splits, dims[a])
     return tuple(AbstractValue(dims[:a] + (None if s == -1 else s,) + dims[a + 1:], x.dtype)
                  for s in sizes)
@@ -218,13 +221,20 @@ def _splitv_vjp(gs, x, out, *, size_splits, axis):
     if present is None:
         return None
     filled = []
-    for g, size in zip(gs, size_splits):
+    for k, (g, size) in enumerate(zip(gs, size_splits)):
         if g is None:
             if size == -1:
                 raise errors.UnimplementedError(
                     None, "SplitV", "SplitV: cannot build a zero gradient for the output whose "
                     "size is inferred (-1) in this trace; pass static sizes.")
             dims = list(_dims(present))
+            if size is None or None in dims:  # sizes known only when the graph runs
+                from eagerflow.ops.array.shape_ops import shape as shape_of
+
+                runtime = shape_of(present)
+                dims = [runtime[j] if v is None else v for j, v in enumerate(dims)]
+                if size is None:
+                    size = size_splits.tensor[k]
             dims[axis % len(dims)] = size
             g = _zeros_shaped(present, dims)
         filled.append(g)

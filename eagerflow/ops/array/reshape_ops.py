@@ -15,6 +15,7 @@ from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import CONJ
 from eagerflow.ops.array import (
     _SWEEP, _axis, _dims, _err, _fully_known, _new_axis, _prod, _range, _scalar_axis, int_tuple,
+    static_int_tuple,
 )
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, _sample_values
@@ -236,7 +237,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
         [[1], [2], [3]]
     """
     if perm is not None:
-        perm = int_tuple(perm, "transpose", "perm")
+        perm = static_int_tuple(perm, "transpose", "perm")
     out = execute(TRANSPOSE, (a,), {"perm": perm})
     if conjugate and out.dtype.is_complex:
         out = execute(CONJ, (out,))
@@ -359,5 +360,5 @@ def squeeze(input, axis=None, name=None):  # noqa: A002 - TF's argument name
         >>> ef.squeeze(ef.zeros([1, 2, 1])).shape
         TensorShape([2])
     """
-    axis = () if axis is None else int_tuple(axis, "squeeze", "axis")
+    axis = () if axis is None else static_int_tuple(axis, "squeeze", "axis")
     return execute(SQUEEZE, (input,), {"axis": axis})

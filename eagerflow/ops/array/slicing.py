@@ -41,7 +41,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL
 from eagerflow.ops.array import int_tuple
 from eagerflow.ops.registry import AbstractValue
-from eagerflow.ops.static_value import DynamicShape
+from eagerflow.ops.static_value import DynamicShape, constant_value, dynamic_int_tuple
 from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["getitem", "strided_slice", "slice"]
@@ -417,11 +417,9 @@ def _parse(spec):
             for v in (s.start, s.stop, s.step):
                 v = None if v is None else _index_value(v)
                 if v.__class__ is _Dynamic:
-                    raise errors.UnimplementedError(
-                        None, "StridedSlice", "StridedSlice: slice bounds must be static "
-                        "integers; a symbolic tensor bound is not supported inside a traced "
-                        "function. Use eagerflow.gather(x, eagerflow.range(start, stop, step), "
-                        "axis=...) instead.")
+                    # A bound known when the graph runs: StridedSlice takes it as an input.
+                    folded = constant_value(v.tensor)
+                    v = v.tensor if folded is None else int(folded)
                 bounds.append(v)
             start, stop, step = bounds
             if start is None:
@@ -456,10 +454,24 @@ def _parse(spec):
                 end.append(v + 1)
                 strides.append(1)
                 shrink_axis_mask |= bit
-    attrs = {"begin": tuple(begin), "end": tuple(end), "strides": tuple(strides),
+    attrs = {"begin": _bounds(begin), "end": _bounds(end), "strides": _bounds(strides),
              "begin_mask": begin_mask, "end_mask": end_mask, "ellipsis_mask": ellipsis_mask,
              "new_axis_mask": new_axis_mask, "shrink_axis_mask": shrink_axis_mask}
     return attrs, dynamic
+
+
+def _bounds(values):
+    """Static bounds as a tuple; with traced scalars among them, a DynamicShape."""
+    for v in values:
+        if v.__class__ is not int:
+            out = dynamic_int_tuple(values)
+            if out is None:  # a tensor-like that is neither an int nor a traced tensor
+                raise errors.UnimplementedError(
+                    None, "StridedSlice", "StridedSlice: slice bounds must be ints or scalar "
+                    "integer tensors, got %s. Use eagerflow.gather(x, eagerflow.range(start, "
+                    "stop, step), axis=...) instead." % errors.short_repr(list(values)))
+            return out
+    return tuple(values)
 
 
 def _apply_dynamic(tensor, out, spec, attrs, dynamic):

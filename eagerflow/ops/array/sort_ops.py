@@ -412,11 +412,9 @@ def top_k(input, k=1, sorted=True, index_type=d.int32, name=None):  # noqa: A002
         ([99, 98, 96], [5, 2, 9])
     """
     x = input if input.__class__ is Tensor else convert_to_tensor(input)
-    try:
-        k = int(k.numpy()) if hasattr(k, "numpy") else int(k)
-    except (TypeError, ValueError):
-        raise errors.InvalidArgumentError(
-            None, "top_k", "top_k: k must be a scalar int, got %r." % (k,)) from None
+    from eagerflow.ops.array import scalar_int
+
+    k = scalar_int(k, "top_k", "k")  # a DynamicScalar when known only at run time
     index_type = d.as_dtype(index_type)
     if index_type not in (d.int16, d.int32, d.int64):
         raise errors.InvalidArgumentError(
@@ -426,7 +424,7 @@ def top_k(input, k=1, sorted=True, index_type=d.int32, name=None):  # noqa: A002
     if rank == 0:
         raise errors.InvalidArgumentError(
             None, "top_k", "top_k: input must have rank >= 1, got a scalar. Use a 1-D tensor.")
-    if k < 0:
+    if k.__class__ is int and k < 0:
         raise errors.InvalidArgumentError(
             None, "top_k", "top_k: k must be non-negative, got %d." % k)
     values, indices = execute(TOP_K, (x,), {"k": k, "sorted": True,

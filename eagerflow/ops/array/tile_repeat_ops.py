@@ -13,7 +13,7 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.array import (
-    _SWEEP, _axis, _dims, _err, _prod, _range, _scalar_axis, int_tuple,
+    _SWEEP, _axis, _dims, _err, _prod, _range, _scalar_axis, int_tuple, static_int_tuple,
 )
 from eagerflow.ops.math.broadcast import SUM_TO_SHAPE
 from eagerflow.ops.dispatch import execute
@@ -216,7 +216,7 @@ def reverse(tensor, axis, name=None):
         >>> ef.reverse([[1, 2], [3, 4]], [1]).numpy().tolist()
         [[2, 1], [4, 3]]
     """
-    return execute(REVERSE, (tensor,), {"axis": int_tuple(axis, "reverse", "axis")})
+    return execute(REVERSE, (tensor,), {"axis": static_int_tuple(axis, "reverse", "axis")})
 
 
 def roll(input, shift, axis, name=None):  # noqa: A002 - TF's argument name
@@ -241,7 +241,7 @@ def roll(input, shift, axis, name=None):  # noqa: A002 - TF's argument name
         [3, 4, 0, 1, 2]
     """
     return execute(ROLL, (input,), {"shift": int_tuple(shift, "roll", "shift"),
-                                    "axis": int_tuple(axis, "roll", "axis")})
+                                    "axis": static_int_tuple(axis, "roll", "axis")})
 
 
 # --- Repeat -----------------------------------------------------------------------------------
@@ -278,6 +278,10 @@ def _repeat_shape(x, *, repeats, axis):
         dims, a = (n,), 0
     else:
         a = _axis(axis, len(dims))
+    if None in repeats:  # counts known only when the graph runs (checked then)
+        if len(repeats) != 1 and dims[a] is not None and len(repeats) != dims[a]:
+            _repeat_check(dims[a], tuple(0 if r is None else r for r in repeats))
+        return AbstractValue(dims[:a] + (None,) + dims[a + 1:], x.dtype)
     _repeat_check(dims[a], repeats)
     if len(repeats) == 1:
         new = None if dims[a] is None else dims[a] * repeats[0]
@@ -324,7 +328,8 @@ def _repeat_grad_shape(g, *, repeats, axis):
         return AbstractValue(None, g.dtype)
     a = _axis(axis, len(dims))
     if len(repeats) == 1:
-        n = None if dims[a] is None else (dims[a] // repeats[0] if repeats[0] else 0)
+        n = None if dims[a] is None or repeats[0] is None else (
+            dims[a] // repeats[0] if repeats[0] else 0)
     else:
         n = len(repeats)
     return AbstractValue(dims[:a] + (n,) + dims[a + 1:], g.dtype)

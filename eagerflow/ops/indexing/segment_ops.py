@@ -12,6 +12,7 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
+from eagerflow.ops.array import scalar_int
 from eagerflow.ops.math.arithmetic import (
     ONES_LIKE_fn, SELECT, equal, greater, less, truediv, zeros_like_t,
 )
@@ -21,7 +22,7 @@ from eagerflow.ops.family import NUMERIC, REAL
 from eagerflow.ops.indexing.gather_ops import GATHER
 from eagerflow.ops.indexing import (
     _add_trailing_axes, _as_tensor, _check_index_dtype, _fail, _ints, _position, _prod, _rank,
-    _scatter_rows, _shape_str, _static_int, _values,
+    _scatter_rows, _shape_str, _values,
 )
 from eagerflow.ops.registry import AbstractValue
 
@@ -234,7 +235,7 @@ SEGMENT_SUM = registry.primitive(
 def _segment_public(prim, pyname, summary, example):
     def op(data, segment_ids, num_segments, name=None):
         if num_segments.__class__ is not int:
-            num_segments = _static_int(num_segments, "num_segments", prim.name)
+            num_segments = scalar_int(num_segments, prim.name, "num_segments")
         return execute(prim, (data, segment_ids), {"num_segments": num_segments})
 
     op.__name__ = op.__qualname__ = pyname
@@ -298,7 +299,7 @@ def unsorted_segment_mean(data, segment_ids, num_segments, name=None):
         [2.0, 2.5, 0.0]
     """
     if num_segments.__class__ is not int:
-        num_segments = _static_int(num_segments, "num_segments", "UnsortedSegmentSum")
+        num_segments = scalar_int(num_segments, "UnsortedSegmentSum", "num_segments")
     attrs = {"num_segments": num_segments}
     data = _as_tensor(data)
     total = execute(UNSORTED_SEGMENT_SUM, (data, segment_ids), attrs)

@@ -152,6 +152,29 @@ class Substitution:
         return bool(self.map)
 
 
+def rebuild(graph, plans, dropped, build):
+    """Rewrites ``graph.nodes`` in one forward sweep through a ``Substitution``.
+
+    Each node in ``plans`` gives way to the nodes ``build(node, plan, sub)`` returns, the
+    last of which takes over the node's first output; the nodes in ``dropped`` are left
+    out; every other node keeps its place. Returns True (the graph changed).
+    """
+    sub = Substitution(graph)
+    nodes = []
+    for node in graph.nodes:
+        sub.apply(node)
+        plan = plans.get(node)
+        if plan is not None:
+            new = build(node, plan, sub)
+            nodes.extend(new)
+            sub.replace(node, 0, (new[-1], 0))
+        elif node not in dropped:
+            nodes.append(node)
+    graph.nodes = nodes
+    sub.finish()
+    return True
+
+
 def consumers(graph):
     """``{node: number of uses}`` counting node inputs, control inputs and graph outputs."""
     uses = {}

@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.function.passes.common import (
-    Substitution, consumers, new_node, resolved_device,
+    consumers, new_node, rebuild, resolved_device,
 )
 from eagerflow.ops.linalg.fused_matmul_ops import FUSED_MATMUL
 
@@ -59,28 +59,18 @@ def run(graph):
         plans[last] = (matmul, bias, last is not node)
     if not plans:
         return False
-    sub = Substitution(graph)
-    nodes = []
-    for node in graph.nodes:
-        sub.apply(node)
-        if node in dropped:
-            continue
-        plan = plans.get(node)
-        if plan is None:
-            nodes.append(node)
-            continue
-        matmul, bias, relu = plan
-        attrs = {"transpose_a": bool(matmul.attrs.get("transpose_a")),
-                 "transpose_b": bool(matmul.attrs.get("transpose_b")),
-                 "activation": "Relu" if relu else ""}
-        fused = new_node(graph, FUSED_MATMUL.name, list(matmul.inputs) + [sub.resolve(bias)],
-                         attrs, node.avals, prim=FUSED_MATMUL, device=node.device,
-                         name=matmul.name + "_fused", origin=node.origin)
-        sub.replace(node, 0, (fused, 0))
-        nodes.append(fused)
-    graph.nodes = nodes
-    sub.finish()
-    return True
+    return rebuild(graph, plans, dropped, _fused_matmul)
+
+
+def _fused_matmul(node, plan, sub):
+    matmul, bias, relu = plan
+    attrs = {"transpose_a": bool(matmul.attrs.get("transpose_a")),
+             "transpose_b": bool(matmul.attrs.get("transpose_b")),
+             "activation": "Relu" if relu else ""}
+    return [new_node(sub.graph, FUSED_MATMUL.name,
+                     list(matmul.inputs) + [sub.resolve(bias)], attrs, node.avals,
+                     prim=FUSED_MATMUL, device=node.device, name=matmul.name + "_fused",
+                     origin=node.origin)]
 
 
 def _bias_add_of_matmul(node, uses, outputs):

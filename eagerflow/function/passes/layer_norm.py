@@ -41,7 +41,7 @@ from collections import Counter
 import numpy as np
 
 from eagerflow.function.passes.common import (
-    Substitution, consumers, new_node, resolved_device,
+    consumers, new_node, rebuild, resolved_device,
 )
 from eagerflow.ops.nn.normalization_ops import LAYER_NORM_GRAD
 
@@ -76,31 +76,20 @@ def run(graph):
             removed |= plan[3]
     if not plans:
         return False
-    sub = Substitution(graph)
-    nodes = []
-    for node in graph.nodes:
-        sub.apply(node)
-        plan = plans.get(node)
-        if plan is None:
-            nodes.append(node)
-            continue
-        g, c, r, _, others = plan
-        grad = new_node(graph, LAYER_NORM_GRAD.name, [sub.resolve(g), c, r], {}, node.avals,
-                        prim=LAYER_NORM_GRAD, device=node.device, name=node.name + "_ln",
-                        origin=node.origin)
-        nodes.append(grad)
-        total = (grad, 0)
-        for other in others:
-            add = new_node(graph, "AddV2", [total, sub.resolve(other)], {}, node.avals,
-                           prim=node.prim, device=node.device, name=node.name + "_sum",
-                           origin=node.origin)
-            nodes.append(add)
-            total = (add, 0)
-        sub.replace(node, 0, total)
     dead = set().union(*(plan[3] for plan in plans.values()))
-    graph.nodes = [n for n in nodes if n not in dead]
-    sub.finish()
-    return True
+    return rebuild(graph, plans, dead, _layer_norm_grad)
+
+
+def _layer_norm_grad(node, plan, sub):
+    g, c, r, _, others = plan
+    nodes = [new_node(sub.graph, LAYER_NORM_GRAD.name, [sub.resolve(g), c, r], {},
+                      node.avals, prim=LAYER_NORM_GRAD, device=node.device,
+                      name=node.name + "_ln", origin=node.origin)]
+    for other in others:
+        nodes.append(new_node(sub.graph, "AddV2", [(nodes[-1], 0), sub.resolve(other)], {},
+                              node.avals, prim=node.prim, device=node.device,
+                              name=node.name + "_sum", origin=node.origin))
+    return nodes
 
 
 def _last_axis(node, rank):

@@ -44,7 +44,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.function.passes.common import (
-    Substitution, consumers, new_node, resolved_device,
+    Substitution, consumers, new_node, rebuild, resolved_device,
 )
 from eagerflow.ops import registry
 from eagerflow.ops.nn.window_geometry import CHANNELS_FIRST
@@ -70,24 +70,13 @@ def _fuse_relu_into_max_pool_grad(graph):
             dropped.add(pool)
     if not fused:
         return False
-    sub = Substitution(graph)
-    nodes = []
-    for node in graph.nodes:
-        sub.apply(node)
-        if node in dropped:
-            continue
-        pool = fused.get(node)
-        if pool is None:
-            nodes.append(node)
-            continue
-        new = new_node(graph, "MaxPoolGrad", pool.inputs, dict(pool.attrs, relu=True),
-                       node.avals, prim=pool.prim, device=node.device,
-                       name=pool.name + "_relu", origin=node.origin)
-        sub.replace(node, 0, (new, 0))
-        nodes.append(new)
-    graph.nodes = nodes
-    sub.finish()
-    return True
+    return rebuild(graph, fused, dropped, _max_pool_grad_with_relu)
+
+
+def _max_pool_grad_with_relu(node, pool, sub):
+    return [new_node(sub.graph, "MaxPoolGrad", pool.inputs, dict(pool.attrs, relu=True),
+                     node.avals, prim=pool.prim, device=node.device,
+                     name=pool.name + "_relu", origin=node.origin)]
 
 
 def _max_pool_grad_under_relu_grad(node, uses, outputs):

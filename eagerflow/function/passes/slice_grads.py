@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.function.passes.common import (
-    Substitution, consumers, new_node, resolved_device,
+    consumers, new_node, rebuild, resolved_device,
 )
 from eagerflow.ops.array.join_ops import PACK
 from eagerflow.ops.array.reshape_ops import TRANSPOSE
@@ -106,24 +106,13 @@ def _stack_slice_grads(graph):
         plans[node] = [leaf.inputs[0] for _, leaf in sorted(found, key=lambda p: p[0])]
     if not plans:
         return False
-    sub = Substitution(graph)
-    nodes = []
-    for node in graph.nodes:
-        sub.apply(node)
-        if node in taken and node not in plans:
-            continue
-        pieces = plans.get(node)
-        if pieces is None:
-            nodes.append(node)
-            continue
-        pack = new_node(graph, PACK.name, [sub.resolve(r) for r in pieces], {"axis": 0},
-                        node.avals, prim=PACK, device=node.device, name=node.name + "_stack",
-                        origin=node.origin)
-        sub.replace(node, 0, (pack, 0))
-        nodes.append(pack)
-    graph.nodes = nodes
-    sub.finish()
-    return True
+    return rebuild(graph, plans, taken, _stack_of_pieces)
+
+
+def _stack_of_pieces(node, pieces, sub):
+    return [new_node(sub.graph, PACK.name, [sub.resolve(r) for r in pieces], {"axis": 0},
+                     node.avals, prim=PACK, device=node.device, name=node.name + "_stack",
+                     origin=node.origin)]
 
 
 def _members(node, out):
@@ -155,34 +144,25 @@ def _transpose_into_pack(graph):
     if not plans:
         return False
     dropped = {pack for pack, _, _ in plans.values()}
-    sub = Substitution(graph)
-    nodes = []
-    for node in graph.nodes:
-        sub.apply(node)
-        if node in dropped:
-            continue
-        plan = plans.get(node)
-        if plan is None:
-            nodes.append(node)
-            continue
-        pack, k, item_perm = plan
-        pieces = []
-        for src, i in pack.inputs:
-            ref = sub.resolve((src, i))
-            if item_perm != tuple(range(len(item_perm))):
-                aval = ref[0].avals[ref[1]]
-                moved = new_node(graph, TRANSPOSE.name, [ref], {"perm": item_perm},
-                                 (AbstractValue(tuple(aval.shape[p] for p in item_perm),
-                                                aval.dtype),),
-                                 prim=TRANSPOSE, device=node.device,
-                                 name=node.name + "_piece", origin=node.origin)
-                nodes.append(moved)
-                ref = (moved, 0)
-            pieces.append(ref)
-        new = new_node(graph, PACK.name, pieces, {"axis": k}, node.avals, prim=PACK,
-                       device=node.device, name=node.name + "_stack", origin=node.origin)
-        sub.replace(node, 0, (new, 0))
-        nodes.append(new)
-    graph.nodes = nodes
-    sub.finish()
-    return True
+    return rebuild(graph, plans, dropped, _pack_in_layout)
+
+
+def _pack_in_layout(node, plan, sub):
+    pack, k, item_perm = plan
+    nodes, pieces = [], []
+    for src, i in pack.inputs:
+        ref = sub.resolve((src, i))
+        if item_perm != tuple(range(len(item_perm))):
+            aval = ref[0].avals[ref[1]]
+            moved = new_node(sub.graph, TRANSPOSE.name, [ref], {"perm": item_perm},
+                             (AbstractValue(tuple(aval.shape[p] for p in item_perm),
+                                            aval.dtype),),
+                             prim=TRANSPOSE, device=node.device,
+                             name=node.name + "_piece", origin=node.origin)
+            nodes.append(moved)
+            ref = (moved, 0)
+        pieces.append(ref)
+    nodes.append(new_node(sub.graph, PACK.name, pieces, {"axis": k}, node.avals, prim=PACK,
+                          device=node.device, name=node.name + "_stack",
+                          origin=node.origin))
+    return nodes

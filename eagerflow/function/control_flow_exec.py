@@ -116,7 +116,7 @@ def _while_step(node, device, executor):
     has_max = attrs.get("has_max", False)
     # Decided once, at compile time, from the outputs the node has now: an executor
     # compiled before a gradient asked for the history keeps the original outputs.
-    history = node.num_outputs == 2 * n + 1
+    history = node.num_outputs == 3 * n + 1
     n_out = node.num_outputs
 
     def run_while(*inputs):
@@ -145,7 +145,8 @@ def _while_step(node, device, executor):
         if not history:
             return _pack(loop_vars, n_out)
         stacked = [_stack(kept[j], first[j], node, j) for j in range(n)]
-        return tuple(loop_vars + stacked + [np.int32(i)])
+        return tuple(loop_vars + [h for h, _ in stacked] + [np.int32(i)]
+                     + [s for _, s in stacked])
 
     return run_while
 
@@ -160,18 +161,32 @@ def _array_module(value):
 
 
 def _stack(values, first, node, j):
+    """One loop variable's history: its values stacked over the iterations, and their
+    shapes ``[iterations, rank]``.
+
+    A variable whose shape changes between iterations (a TensorArray that grows) is stacked
+    padded with zeros to the largest value along each dimension; the backward pass cuts
+    each iteration's value back out with the recorded shapes.
+    """
     xp = _array_module(values[0] if values else first)
     if not values:
         first = xp.asarray(first)
-        return xp.zeros((0,) + tuple(first.shape), dtype=first.dtype)
-    shapes = {tuple(np.shape(v)) for v in values}
-    if len(shapes) > 1:
+        return (xp.zeros((0,) + tuple(first.shape), dtype=first.dtype),
+                np.zeros((0, first.ndim), np.int32))
+    shapes = np.array([np.shape(v) for v in values], np.int32).reshape(len(values), -1)
+    if shapes.shape[1] == 0 or (shapes == shapes[0]).all():
+        return xp.stack([xp.asarray(v) for v in values]), shapes
+    if len({np.ndim(v) for v in values}) > 1:
         raise errors.UnimplementedError(
             None, builtins.WHILE, "Gradients of while_loop need every iteration's loop "
-            "variable %d to have one shape, but it took the shapes %s (node %s). Keep the "
-            "shape fixed (pad) or compute the gradient outside the loop." % (
-                j, sorted(list(s) for s in shapes), node.name))
-    return xp.stack([xp.asarray(v) for v in values])
+            "variable %d to have one rank, but it took the shapes %s (node %s). Keep the "
+            "rank fixed or compute the gradient outside the loop." % (
+                j, sorted({tuple(np.shape(v)) for v in values}), node.name))
+    out = xp.zeros((len(values),) + tuple(int(x) for x in shapes.max(0)),
+                   dtype=xp.asarray(values[0]).dtype)
+    for k, v in enumerate(values):
+        out[(k,) + tuple(slice(0, int(x)) for x in shapes[k])] = v
+    return out, shapes
 
 
 def _assert_step(node, device, executor):

@@ -30,7 +30,8 @@ is control flow, a recursion no split of the modules removes.
 Limitations, reported with a clear error rather than a wrong number: a random op on which a
 differentiated branch or loop body output depends (recomputing it would draw new numbers;
 draw the values outside and capture them), a loop body output that depends on a variable
-the loop itself writes, and loop variables whose shape changes between iterations.
+the loop itself writes, and loop variables whose rank changes between iterations (a shape
+that changes is kept padded, with each iteration's shape, and cut back out).
 """
 
 from __future__ import annotations
@@ -164,10 +165,36 @@ def ensure_history(graph, node):
 
         extra = tuple(AbstractValue(None if a.shape is None else (None,) + a.shape, a.dtype)
                       for a in node.avals[:n])
-        node.avals = tuple(node.avals[:n]) + extra + (AbstractValue((), dtypes.int32),)
+        shapes = tuple(AbstractValue((None, None if a.shape is None else len(a.shape)),
+                                     dtypes.int32) for a in node.avals[:n])
+        node.avals = tuple(node.avals[:n]) + extra + (AbstractValue((), dtypes.int32),) \
+            + shapes
         node.attrs["history"] = True
     history = [SymbolicTensor(graph, node, n + j) for j in range(n)]
     return history, SymbolicTensor(graph, node, 2 * n)
+
+
+def history_shapes(graph, node):
+    """The shapes ``[iterations, rank]`` of each loop variable's kept history."""
+    n = node.attrs["n_loop_vars"]
+    return [SymbolicTensor(graph, node, 2 * n + 1 + j) for j in range(n)]
+
+
+def _read_history(history, shapes, k, aval):
+    """Loop variable values of forward iteration ``k``, and the node that read them: a
+    variable whose shape may change between iterations is cut out of its padded history
+    with its recorded shape."""
+    from eagerflow.ops.indexing.gather_ops import gather
+
+    value = gather(history, k)
+    if aval.shape is not None and None not in aval.shape:
+        return value, value._node
+    from eagerflow.ops.array.slicing import slice as tf_slice
+
+    size = gather(shapes, k)
+    cut = tf_slice(value, size * 0, size)
+    cut.set_shape(aval.shape)  # the dimensions the loop keeps fixed stay known
+    return cut, value._node
 
 
 def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, library):
@@ -180,7 +207,6 @@ def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, libr
 
     def backward(cotangent):
         from eagerflow.function.while_loop import while_loop
-        from eagerflow.ops.indexing.gather_ops import gather
         from eagerflow.tensor_shape import TensorShape
 
         cots = _cotangents(cotangent)
@@ -188,6 +214,7 @@ def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, libr
         if not float_vars or all(cots[j] is None for j in float_vars):
             return tuple(result)
         history, count = ensure_history(graph, node)
+        hshapes = history_shapes(graph, node)
         cot0 = [cots[j] if cots[j] is not None else _zeros_like(outputs[j]) for j in float_vars]
         acc0 = [_zeros_like(captures[k]) for k in float_caps]
 
@@ -197,8 +224,10 @@ def while_backward(graph, node, loop_inputs, captures, outputs, body_graph, libr
         def back_body(k, cot, acc):
             tracer = _state.trace
             k = k - 1
-            values = [gather(h, k) for h in history]
-            _HISTORY_READS.update(v._node for v in values)
+            reads = [_read_history(h, s, k, a)
+                     for h, s, a in zip(history, hshapes, node.avals[:n])]
+            values = [v for v, _ in reads]
+            _HISTORY_READS.update(r for _, r in reads)
             caps = [tracer.to_symbolic(c) for c in captures]
             sources = [values[j] for j in float_vars] + [caps[q] for q in float_caps]
             grads = _gradients_of_replay(body_graph, values + caps, sources,
@@ -338,4 +367,5 @@ def _replay_while(node, args, library, what):
     if not attrs.get("history"):
         return tuple(outs)
     history, count = ensure_history(outs[0]._graph, outs[0]._node)
-    return tuple(outs) + tuple(history) + (count,)
+    return tuple(outs) + tuple(history) + (count,) + tuple(
+        history_shapes(outs[0]._graph, outs[0]._node))

@@ -118,7 +118,7 @@ def _while_with_composites(cond, body, loop_vars, shape_invariants, parallel_ite
                          "loop_vars%s." % _at_user_line())
     flat_inv = [t._loop_invariant() if t is not None and inv is None else inv
                 for t, inv in zip(templates, flat_inv)]
-    invariants = nest.pack_sequence_as(loop_vars, flat_inv)
+    invariants = nest.pack_sequence_as(loop_vars, flat_inv)  # shaped as ``inner``
 
     def rebuild(args):
         return composite.from_tensors(templates, list(args))
@@ -148,7 +148,7 @@ def _learn_element_shapes(body, loop_vars):
         result = nest.flatten(_normalize_body_result(body(*loop_vars), loop_vars))
     for k in unknown:
         shape = getattr(result[k], "element_shape", None)
-        if shape is not None and shape.rank is not None and shape.is_fully_defined():
+        if shape is not None and shape.rank is not None:
             flat[k] = flat[k]._with_element_shape(shape)
     return nest.pack_sequence_as(loop_vars, flat)
 

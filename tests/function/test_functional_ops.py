@@ -91,6 +91,113 @@ def test_tensor_array_gradient_through_a_traced_loop():
     _fd_check(_ta_loss, np.array([1.0, 2.0, -0.5]))  # eagerly too
 
 
+# -- TensorArrays of elements of different sizes ----------------------------------------------
+def _ragged_program(x):
+    # Element i holds the first i + 1 entries of x times (i + 1): sizes 1, 2, 3, 4.
+    ta = ef.TensorArray(x.dtype, size=0, dynamic_size=True, infer_shape=False)
+    for i in ef.range(4):
+        ta = ta.write(i, ef.gather(x, ef.range(i + 1)) * ef.cast(i + 1, x.dtype))
+    return ta.concat(), ta.read(2), ta.size()
+
+
+def _ragged_want(x):
+    pieces = [x[:i + 1] * (i + 1) for i in range(4)]
+    return np.concatenate(pieces), pieces[2], 4
+
+
+def test_tensor_array_of_different_sizes_eager():
+    ta = ef.TensorArray(ef.float32, size=0, dynamic_size=True, infer_shape=False)
+    ta = ta.write(0, [1.0])
+    ta = ta.write(1, [2.0, 3.0])
+    assert ta.concat().numpy().tolist() == [1.0, 2.0, 3.0]
+    assert ta.read(0).numpy().tolist() == [1.0]
+    assert ta.read(1).numpy().tolist() == [2.0, 3.0]
+    assert int(ta.size()) == 2
+    with pytest.raises(errors.InvalidArgumentError, match="Shapes of all inputs must match"):
+        ta.stack()
+    # A shorter element written over a longer one, and a longer one after the shorter.
+    ta = ta.write(1, [7.0]).write(2, [4.0, 5.0, 6.0])
+    assert ta.concat().numpy().tolist() == [1.0, 7.0, 4.0, 5.0, 6.0]
+    assert ta.gather([0, 1]).numpy().tolist() == [[1.0], [7.0]]
+    # Elements of rank 2 differing in their first dimension.
+    ta2 = ef.TensorArray(ef.int32, size=2, element_shape=[None, 2], infer_shape=False)
+    ta2 = ta2.write(0, [[1, 2]]).write(1, [[3, 4], [5, 6], [7, 8]])
+    np.testing.assert_array_equal(ta2.concat().numpy(), [[1, 2], [3, 4], [5, 6], [7, 8]])
+    with pytest.raises(errors.InvalidArgumentError, match="Dimensions after the first"):
+        ef.TensorArray(ef.int32, size=2, infer_shape=False).write(0, [[1, 2]]).write(
+            1, [[1, 2, 3]]).concat()
+    # infer_shape=True (the default) refuses a second size, as TF does eagerly.
+    with pytest.raises(ValueError, match="infer_shape=False"):
+        ef.TensorArray(ef.float32, size=2, element_shape=[None]).write(0, [1.0]).write(
+            1, [1.0, 2.0])
+
+
+def test_tensor_array_split_matches_numpy():
+    value = np.arange(12.0).reshape(6, 2)
+    ta = ef.TensorArray(ef.float64, size=4).split(ef.constant(value), [1, 3, 0, 2])
+    assert int(ta.size()) == 4
+    for k, (a, b) in enumerate([(0, 1), (1, 4), (4, 4), (4, 6)]):
+        np.testing.assert_array_equal(ta.read(k).numpy(), value[a:b])
+    np.testing.assert_array_equal(ta.concat().numpy(), value)
+    assert ta.element_shape.as_list() == [None, 2]
+    with pytest.raises(errors.InvalidArgumentError, match="Shapes of all inputs"):
+        ta.stack()
+    even = ef.TensorArray(ef.float64, size=2).split(ef.constant(value), [3, 3])
+    np.testing.assert_array_equal(even.stack().numpy(), value.reshape(2, 3, 2))
+    with pytest.raises(errors.InvalidArgumentError, match="sum of lengths"):
+        ef.TensorArray(ef.float64, size=2).split(ef.constant(value), [1, 2])
+
+
+def test_tensor_array_of_different_sizes_traced_equals_eager():
+    x = np.array([0.3, -0.5, 0.7, 1.1])
+    want = _ragged_want(x)
+    fn = ef.function(_ragged_program)
+    for got in (_ragged_program(ef.constant(x)), fn(ef.constant(x))):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w)
+    # A traced array of a size known only at run time, with element_shape [None].
+    @ef.function
+    def lengths(n):
+        ta = ef.TensorArray(ef.int32, size=n, element_shape=[None])
+        for i in ef.range(n):
+            ta = ta.write(i, ef.range(i))
+        return ta.concat()
+
+    assert lengths(ef.constant(4)).numpy().tolist() == [0, 0, 1, 0, 1, 2]
+    assert lengths(ef.constant(0)).numpy().tolist() == []
+
+
+def _ragged_loss(x):
+    concat, third, _ = _ragged_program(x)
+    split = ef.TensorArray(x.dtype, size=2).split(concat[:4] * 2.0, [1, 3])
+    return (ef.reduce_sum(ef.sin(concat)) + ef.reduce_sum(third ** 2)
+            + ef.reduce_sum(split.read(1) ** 3) + ef.reduce_sum(split.concat()))
+
+
+def test_tensor_array_of_different_sizes_gradients():
+    x0 = np.array([0.3, -0.5, 0.7, 1.1])
+    _fd_check(_ragged_loss, x0)
+    _fd_check(ef.function(_ragged_loss), x0)
+    x = ef.constant(x0, F64)
+    grads = []
+    for fn in (_ragged_loss, ef.function(_ragged_loss)):
+        with ef.GradientTape() as tape:
+            tape.watch(x)
+            value = fn(x)
+        grads.append(tape.gradient(value, x).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+def test_tensor_array_of_different_sizes_round_trips():
+    from eagerflow.function import serialize
+
+    cf = ef.function(_ragged_program).get_concrete_function(ef.TensorSpec([4], F64))
+    loaded = serialize.load_function(serialize.proto_to_bytes(serialize.graph_to_proto(cf)))
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    for g, w in zip(loaded(ef.constant(x)), _ragged_want(x)):
+        np.testing.assert_allclose(g.numpy(), w)
+
+
 # -- map_fn / scan / folds ------------------------------------------------------------------
 @pytest.mark.parametrize("traced", [False, True])
 def test_map_fn_matches_numpy(traced):

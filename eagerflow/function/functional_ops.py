@@ -51,9 +51,30 @@ def _elements(elems, api):
 
 
 def _spec_dtype(spec):
-    if isinstance(spec, TensorSpec):
+    if isinstance(spec, TensorSpec) or _is_ragged_spec(spec):
         return spec.dtype
     return d.as_dtype(spec)
+
+
+def _is_ragged_spec(spec):
+    from eagerflow.ragged.ragged_tensor import RaggedTensorSpec
+
+    return isinstance(spec, RaggedTensorSpec)
+
+
+def _ragged_outputs(signature):
+    """For each flat output, its RaggedTensorSpec (fn returns elements of different
+    lengths, the result is ragged) or None."""
+    if signature is None:
+        return None
+    specs = [s if _is_ragged_spec(s) else None for s in nest.flatten(signature)]
+    for spec in specs:
+        if spec is not None and spec.ragged_rank != 0:
+            raise NotImplementedError(
+                "map_fn(): fn_output_signature %r describes a ragged value per element; "
+                "eagerflow's map_fn supports RaggedTensorSpecs with ragged_rank=0 (fn returns "
+                "a dense tensor whose first dimension varies)." % (spec,))
+    return specs if any(s is not None for s in specs) else None
 
 
 def _output_dtypes(signature, elems):
@@ -109,16 +130,36 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
     signature = fn_output_signature if fn_output_signature is not None else dtype
     dtypes = _output_dtypes(signature, elems)
     flat_in, in_tas, n = _elements(elems, "map_fn")
-    out_tas = [TensorArray(dt, size=n) for dt in nest.flatten(dtypes)]
+    flat_dtypes = nest.flatten(dtypes)
+    ragged = _ragged_outputs(signature) or [None] * len(flat_dtypes)
+    # A ragged output is an array of elements of different lengths, and one of the lengths.
+    out_tas = [TensorArray(dt, size=n, infer_shape=r is None) for dt, r in
+               zip(flat_dtypes, ragged)]
+    out_tas += [TensorArray(r.row_splits_dtype, size=n) for r in ragged if r is not None]
 
     def body(i, *outs):
+        from eagerflow.ops.array.shape_ops import shape
+
         element = nest.pack_sequence_as(elems, [ta.read(i) for ta in in_tas])
         values = _check_result("map_fn", fn(element), dtypes)
-        return (i + 1,) + tuple(ta.write(i, v) for ta, v in zip(outs, values))
+        written = [ta.write(i, v) for ta, v in zip(outs, values)]
+        lengths = iter(outs[len(values):])
+        written += [next(lengths).write(i, shape(v, out_type=r.row_splits_dtype)[0])
+                    for v, r in zip(values, ragged) if r is not None]
+        return (i + 1,) + tuple(written)
 
     result = while_loop(lambda i, *_: i < n, body, (convert_to_tensor(0),) + tuple(out_tas),
                         parallel_iterations=parallel_iterations or 10, back_prop=back_prop)
-    return nest.pack_sequence_as(dtypes, [ta.stack() for ta in result[1:]])
+    lengths = iter(result[1 + len(flat_dtypes):])
+    out = []
+    for ta, r in zip(result[1:], ragged):
+        if r is None:
+            out.append(ta.stack())
+        else:
+            from eagerflow.ragged.ragged_tensor import RaggedTensor
+
+            out.append(RaggedTensor.from_row_lengths(ta.concat(), next(lengths).stack()))
+    return nest.pack_sequence_as(dtypes, out)
 
 
 def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):

@@ -447,6 +447,22 @@ def test_while_gradient_with_maximum_iterations_and_captures():
     np.testing.assert_allclose(tape_grad(ef.function(f), x), expect, rtol=1e-6, atol=1e-9)
 
 
+def test_while_gradient_through_a_loop_variable_that_grows():
+    # The history keeps the growing value padded, with each iteration's shape.
+    def f(x):
+        def body(i, acc):
+            return i + 1, ef.concat([acc, ef.sin(acc[-1:]) * x[1:2]], 0)
+
+        return ef.reduce_sum(ef.while_loop(
+            lambda i, acc: i < 4, body, (ef.constant(1), x[:1]),
+            shape_invariants=(ef.TensorShape([]), ef.TensorShape([None])))[1] ** 2)
+
+    x = [0.3, 1.5]
+    expect = numeric_grad(lambda v: float(f(ef.constant(v, F64)).numpy()), x)
+    np.testing.assert_allclose(tape_grad(ef.function(f), x), expect, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(tape_grad(f, x), expect, rtol=1e-6, atol=1e-9)
+
+
 def test_while_gradient_zero_iterations_is_identity():
     f = ef.function(lambda x: power(x, n=0) + x)
     np.testing.assert_allclose(tape_grad(f, [2.0, 3.0]), [1.0, 1.0])

@@ -198,6 +198,60 @@ def test_tensor_array_of_different_sizes_round_trips():
         np.testing.assert_allclose(g.numpy(), w)
 
 
+def test_tensor_array_of_different_sizes_through_cond_and_autograph():
+    @ef.function
+    def branches(n):
+        ta = ef.TensorArray(ef.float32, size=0, dynamic_size=True, infer_shape=False)
+        ta = ta.write(0, [1.0])
+        if n > 0:
+            ta = ta.write(1, [2.0, 3.0])
+        else:
+            ta = ta.write(1, [4.0])
+        return ta.concat()
+
+    assert branches(ef.constant(1)).numpy().tolist() == [1.0, 2.0, 3.0]
+    assert branches(ef.constant(0)).numpy().tolist() == [1.0, 4.0]
+
+    def mixed(n):
+        # A list holding a traced scalar is packed into a tensor, as TF does.
+        ta = ef.TensorArray(ef.int32, size=0, dynamic_size=True, infer_shape=False)
+        for i in ef.range(n):
+            if i % 2 == 0:
+                ta = ta.write(i, ef.fill([i + 1], i))
+            else:
+                ta = ta.write(i, [i])
+        return ta.concat()
+
+    want = [0, 1, 2, 2, 2, 3, 4, 4, 4, 4, 4]
+    assert ef.function(mixed)(ef.constant(5)).numpy().tolist() == want
+    assert mixed(ef.constant(5)).numpy().tolist() == want
+
+
+def test_tensor_array_of_strings():
+    ta = ef.TensorArray(ef.string, size=0, dynamic_size=True).write(0, "a").write(2, "c")
+    assert ta.stack().numpy().tolist() == [b"a", b"", b"c"]  # TF's empty default
+    assert ta.read(2).numpy() == b"c"
+    ragged = ef.TensorArray(ef.string, size=2, infer_shape=False)
+    assert ragged.write(0, ["a"]).write(1, ["b", "c"]).concat().numpy().tolist() == [
+        b"a", b"b", b"c"]
+    for fn in (ef.map_fn, ef.function(ef.map_fn)):
+        got = fn(lambda v: ef.strings.as_string(v), ef.constant([1, 2]),
+                 fn_output_signature=ef.string)
+        assert got.numpy().tolist() == [b"1", b"2"]
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_map_fn_with_a_ragged_output_signature(traced):
+    def run(e):
+        return ef.map_fn(lambda x: ef.range(x), e,
+                         fn_output_signature=ef.RaggedTensorSpec(shape=[None], dtype=ef.int32))
+
+    fn = ef.function(run) if traced else run
+    got = fn(ef.constant([1, 3, 0, 2]))
+    assert isinstance(got, ef.RaggedTensor)
+    assert got.to_list() == [[0], [0, 1, 2], [], [0, 1]]
+
+
 # -- map_fn / scan / folds ------------------------------------------------------------------
 @pytest.mark.parametrize("traced", [False, True])
 def test_map_fn_matches_numpy(traced):

@@ -67,3 +67,29 @@ def test_dataset_map_with_py_function_and_numpy_function():
     tripled = ds.map(lambda x: ef.numpy_function(
         lambda a: (a * 3).astype(np.float32), [x], ef.float32))
     assert [float(v) for v in tripled] == [0.0, 3.0, 6.0, 9.0]
+
+
+def test_generator_from_non_deterministic_state_and_split():
+    a = ef.random.Generator.from_non_deterministic_state()
+    b = ef.random.Generator.from_non_deterministic_state()
+    assert a.state.shape == (3,) and a.state.dtype == ef.int64
+    assert not np.array_equal(a.normal([8]).numpy(), b.normal([8]).numpy())
+    children = ef.random.Generator.from_seed(1).split(3)
+    draws = [c.normal([4]).numpy() for c in children]
+    assert not np.array_equal(draws[0], draws[1]) and not np.array_equal(draws[1], draws[2])
+    again = [c.normal([4]).numpy() for c in ef.random.Generator.from_seed(1).split(3)]
+    for x, y in zip(draws, again):
+        np.testing.assert_array_equal(x, y)  # split is deterministic from the seed
+
+
+def test_generator_saved_in_a_checkpoint_continues_where_it_was(tmp_path):
+    g = ef.random.Generator.from_seed(1)
+    ckpt = ef.train.Checkpoint(generator=g)
+    g.normal([])
+    path = ckpt.save(str(tmp_path / "ckpt"))
+    want = g.normal([3]).numpy()
+    g.normal([5])
+    ckpt.restore(path).assert_consumed()
+    np.testing.assert_array_equal(g.normal([3]).numpy(), want)
+    assert ("generator/_state_var/.ATTRIBUTES/VARIABLE_VALUE", [3]) in \
+        ef.train.list_variables(path)

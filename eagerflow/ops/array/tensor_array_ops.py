@@ -58,6 +58,13 @@ def _corner(shape):
     return tuple(slice(0, int(x)) for x in shape)
 
 
+def _empty(xp, shape, dtype):
+    """An array of zeros, or of empty strings for a string array (TF's default element)."""
+    if np.dtype(dtype) == object:
+        return np.full(shape, b"", dtype=object)
+    return xp.zeros(shape, dtype=dtype)
+
+
 def _effective(buf, shapes):
     """The shape of every element, ``[size, rank]`` (int64), ``-1`` rows resolved."""
     n, pad = buf.shape[0], np.asarray(buf.shape[1:], np.int64)
@@ -119,7 +126,7 @@ def _scatter_kernel(xp):
         n = buf.shape[0]
         if infer and buf.ndim == 1 and values.ndim > 1:
             # The placeholder of an array whose element shape comes from its first write.
-            buf = xp.zeros((n,) + tuple(values.shape[1:]), dtype=buf.dtype)
+            buf = _empty(xp, (n,) + tuple(values.shape[1:]), buf.dtype)
             shapes = np.zeros((0, values.ndim - 1), np.int32)
         if values.ndim != buf.ndim or values.shape[0] != idx.size:
             raise errors.InvalidArgumentError(
@@ -147,15 +154,15 @@ def _scatter_kernel(xp):
             # padding grows (rows that never held data stay -1 and take the new one).
             if int(np.prod(pad)) > 0:
                 s = _effective(buf, s).astype(np.int32)
-            out = xp.zeros((rows,) + grown, dtype=buf.dtype)
+            out = _empty(xp, (rows,) + grown, buf.dtype)
             out[(slice(0, n),) + _corner(pad)] = buf
         elif rows > n:
-            out = xp.zeros((rows,) + pad, dtype=buf.dtype)
+            out = _empty(xp, (rows,) + pad, buf.dtype)
             out[:n] = buf
         else:
             out = buf.copy()
         if vel != grown:
-            out[idx] = 0
+            out[idx] = _empty(np, (), out.dtype)
         out[(idx,) + _corner(vel)] = values
         if s.shape[0] < need:
             s = np.concatenate([s, np.full((need - s.shape[0], len(pad)), -1, np.int32)])
@@ -274,12 +281,14 @@ def _gather_kernel(xp):
             rest = _corner(sel[0, 1:] if len(sel) else pad[1:])
             pieces = [buf[(int(k), slice(0, int(s[0]))) + rest] for k, s in zip(idx, sel)]
             if not pieces:
-                return xp.zeros((0,) + tuple(buf.shape[2:]), dtype=buf.dtype)
+                return _empty(xp, (0,) + tuple(buf.shape[2:]), buf.dtype)
             return xp.concatenate(pieces, axis=0)
         _stack_check(sel)
         common = sel[0] if len(sel) else pad
         if scalar:
-            return buf[(int(idx[0]),) + _corner(common)]
+            out = buf[(int(idx[0]),) + _corner(common)]
+            # An element of a string array of scalars comes out as bytes: keep it an array.
+            return out if hasattr(out, "shape") else np.asarray(out, dtype=buf.dtype)
         if every and (common == pad).all():
             return buf
         return buf[idx][(slice(None),) + _corner(common)]
@@ -409,7 +418,7 @@ def _split_kernel(xp):
                     int(ln.sum()), list(value.shape)))
         rest = tuple(value.shape[1:])
         longest = int(ln.max()) if ln.size else 0
-        buf = xp.zeros((ln.size, longest) + rest, dtype=value.dtype)
+        buf = _empty(xp, (ln.size, longest) + rest, value.dtype)
         start = 0
         for k, n in enumerate(ln):
             buf[k, :n] = value[start:start + n]
@@ -446,7 +455,7 @@ def _reserve_kernel(xp):
         if n < 0:
             raise errors.InvalidArgumentError(
                 None, None, "TensorArray: size must be >= 0, got %d." % n)
-        return xp.zeros((n,) + tuple(element_shape), dtype=d.as_dtype(dtype).np_dtype)
+        return _empty(xp, (n,) + tuple(element_shape), d.as_dtype(dtype).np_dtype)
     return kernel
 
 
@@ -463,12 +472,16 @@ def _reserve_samples(rng, dtype):
             ((np.array(0, dtype.np_dtype),), {"dtype": "int32", "element_shape": ()})]
 
 
+# Arrays of any dtype, strings included (their ops only move elements).
+_ELEMENTS = tuple(d.ALL_DTYPES) + ((d.string,) if d.string not in d.ALL_DTYPES else ())
+
 TENSOR_ARRAY_RESERVE = registry.primitive(
     "TensorArrayReserve", _reserve_kernel, family="array", shape_fn=_reserve_shape,
     dtypes=(d.int32, d.int64), reference=_reserve_reference, samples=_reserve_samples,
     sweep_dtypes=(d.int32,))
 TENSOR_ARRAY_SCATTER = registry.primitive(
-    "TensorArrayScatter", _scatter_kernel, family="array", dtype_group=(0, 3), num_outputs=2,
+    "TensorArrayScatter", _scatter_kernel, family="array", dtypes=_ELEMENTS,
+    dtype_group=(0, 3), num_outputs=2,
     shape_fn=_scatter_shape, reference=_scatter_reference, samples=_scatter_samples,
     grad_samples=_scatter_grad_samples, sweep_dtypes=(d.float32, d.float64))
 TENSOR_ARRAY_UNSCATTER = registry.primitive(
@@ -476,7 +489,7 @@ TENSOR_ARRAY_UNSCATTER = registry.primitive(
     shape_fn=_unscatter_shape, reference=_unscatter_reference, samples=_unscatter_samples,
     sweep_dtypes=(d.float32, d.float64))
 TENSOR_ARRAY_GATHER = registry.primitive(
-    "TensorArrayGather", _gather_kernel, family="array", dtype_group=(0,),
+    "TensorArrayGather", _gather_kernel, family="array", dtypes=_ELEMENTS, dtype_group=(0,),
     shape_fn=_gather_shape, reference=_gather_reference, samples=_gather_samples,
     sweep_dtypes=(d.float32, d.float64))
 TENSOR_ARRAY_UNGATHER = registry.primitive(
@@ -484,7 +497,8 @@ TENSOR_ARRAY_UNGATHER = registry.primitive(
     shape_fn=_ungather_shape, reference=_ungather_reference, samples=_ungather_samples,
     sweep_dtypes=(d.float32, d.float64))
 TENSOR_ARRAY_SPLIT = registry.primitive(
-    "TensorArraySplit", _split_kernel, family="array", dtype_group=(0,), num_outputs=2,
+    "TensorArraySplit", _split_kernel, family="array", dtypes=_ELEMENTS, dtype_group=(0,),
+    num_outputs=2,
     shape_fn=_split_shape, reference=_split_reference, samples=_split_samples,
     sweep_dtypes=(d.float32, d.float64))
 
@@ -603,6 +617,8 @@ class TensorArray:
                 return execute(TENSOR_ARRAY_RESERVE, (size,), {
                     "dtype": self._dtype.name, "element_shape": tuple(dims)})
             size = int(known)
+        if self._dtype == d.string:
+            return convert_to_tensor(np.full([int(size)] + dims, b"", dtype=object))
         return zeros([int(size)] + dims, self._dtype)
 
     @classmethod

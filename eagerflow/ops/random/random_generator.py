@@ -193,6 +193,11 @@ class Generator:
         """The int64 variable that holds the state."""
         return self._state_var
 
+    def _checkpoint_dependencies(self):
+        # As TF's Generator (a trackable object): a checkpoint saves and restores the state,
+        # so restored draws continue where the saved generator was.
+        return [("_state_var", self._state_var)]
+
     # --------------------------------------------------------------------------------------
 
     @staticmethod

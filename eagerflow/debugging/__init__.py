@@ -14,7 +14,8 @@ from eagerflow.function.assertions import (  # noqa: F401
     Assert, assert_all_finite, assert_equal, assert_greater, assert_greater_equal,
     assert_less, assert_less_equal, assert_near, assert_negative, assert_non_negative,
     assert_non_positive, assert_none_equal, assert_positive, assert_proper_iterable,
-    assert_rank, assert_rank_at_least, assert_rank_in, assert_shapes, assert_type,
+    assert_integer, assert_rank, assert_rank_at_least, assert_rank_in, assert_scalar,
+    assert_shapes, assert_type,
 )
 from eagerflow.debugging.numerics import (  # noqa: F401
     disable_check_numerics, enable_check_numerics,
@@ -35,5 +36,6 @@ __all__ = ["Assert", "assert_equal", "assert_none_equal", "assert_less", "assert
            "assert_greater", "assert_greater_equal", "assert_positive", "assert_negative",
            "assert_non_negative", "assert_non_positive", "assert_near", "assert_rank",
            "assert_rank_at_least", "assert_rank_in", "assert_shapes", "assert_type",
-           "assert_all_finite", "assert_proper_iterable", "check_numerics",
+           "assert_all_finite", "assert_proper_iterable", "assert_scalar", "assert_integer",
+           "check_numerics",
            "enable_check_numerics", "disable_check_numerics", "is_numeric_tensor"]

@@ -24,7 +24,8 @@ __all__ = ["Assert", "assert_equal", "assert_none_equal", "assert_less",
            "assert_less_equal", "assert_greater", "assert_greater_equal", "assert_positive",
            "assert_negative", "assert_non_negative", "assert_non_positive", "assert_near",
            "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_shapes",
-           "assert_type", "assert_all_finite", "assert_proper_iterable", "format_data"]
+           "assert_type", "assert_all_finite", "assert_proper_iterable", "assert_scalar",
+           "assert_integer", "format_data"]
 
 _state = context.state
 
@@ -251,6 +252,31 @@ def assert_type(tensor, tf_type, message=None, name=None):
     if dtype is not want:
         raise TypeError("%s%s must be of type %s; got %s." % (
             (message + ": ") if message else "", _name_of(tensor), want.name, dtype.name))
+    return None
+
+
+def assert_scalar(tensor, name=None, message=None):
+    """Asserts that ``tensor`` is a scalar (``tf.debugging.assert_scalar``); returns it.
+
+    Raises:
+        ValueError: If its static rank is not 0 (checked at run time when unknown).
+    """
+    tensor = convert_to_tensor(tensor)
+    if tensor.shape.rank is None:
+        _rank_check(tensor, lambda r: r == 0, "must be a scalar", message, "assert_scalar",
+                    lambda t: _op("==")(t, 0))
+    elif tensor.shape.rank != 0:
+        raise ValueError("%sExpected scalar shape for %s, saw shape: %s." % (
+            (message + " ") if message else "", _name_of(tensor), tensor.shape))
+    return tensor
+
+
+def assert_integer(x, message=None, name=None):
+    """Raises TypeError unless ``x`` has an integer dtype (``tf.debugging``)."""
+    dtype = x.dtype if hasattr(x, "dtype") else convert_to_tensor(x).dtype
+    if not dtype.is_integer:
+        raise TypeError("%sExpected integer type for %s, got %s." % (
+            (message + " ") if message else "", _name_of(x), dtype.name))
     return None
 
 

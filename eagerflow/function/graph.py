@@ -71,6 +71,11 @@ class Node:
         return len(self.avals)
 
     @property
+    def type(self):
+        """The op's type name, as TF's ``Operation.type`` (``"MatMul"``)."""
+        return self.op
+
+    @property
     def is_constant(self):
         """True for a Const node (its ``value`` is the constant): what ops that need a
         static value (a shape, an axis) may read while tracing."""

@@ -63,6 +63,13 @@ def _as_array(value, dtype, func_name, k):
     return array
 
 
+def _numpy_arg(value):
+    """A numpy_function argument as TF passes it: an array, but a scalar string as bytes
+    (so the common ``path.decode()`` works)."""
+    array = np.asarray(value)
+    return array[()] if array.dtype.kind in "OS" and array.ndim == 0 else array
+
+
 def _kernel(xp):
     def kernel(*arrays, token, Tout, numpy_args):
         from eagerflow.tape import stop_recording_all
@@ -70,7 +77,7 @@ def _kernel(xp):
         func = _FUNCTIONS[token]
         name = getattr(func, "__name__", "the function")
         if numpy_args:
-            args = [np.asarray(a) for a in arrays]
+            args = [_numpy_arg(a) for a in arrays]
         else:
             args = [convert_to_tensor(np.asarray(a)) for a in arrays]
         with stop_recording_all():
@@ -160,7 +167,7 @@ def _call(func, inp, Tout, numpy_args, api):
     inp = list(inp) if isinstance(inp, (list, tuple)) else [inp]
     single, dtypes = _tout(Tout)
     if context.state.trace is None:
-        args = [np.asarray(convert_to_tensor(x).numpy()) if numpy_args else x for x in inp]
+        args = [_numpy_arg(convert_to_tensor(x).numpy()) if numpy_args else x for x in inp]
         result = func(*args)
         flat = [] if result is None else (list(result) if isinstance(result, (list, tuple))
                                           else [result])

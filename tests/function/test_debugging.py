@@ -142,3 +142,20 @@ def test_types_and_signatures():
     ops = [n.op for n in graph_def.node]
     assert "Placeholder" in ops and "Mul" in ops
     assert all(n.name for n in graph_def.node)
+
+
+def test_assert_scalar_and_assert_integer():
+    assert int(ef.debugging.assert_scalar(ef.constant(3))) == 3
+    with pytest.raises(ValueError, match="Expected scalar shape"):
+        ef.debugging.assert_scalar(ef.constant([3]))
+    assert int(ef.function(lambda x: ef.debugging.assert_scalar(x) * 2)(ef.constant(3))) == 6
+    ef.debugging.assert_integer(ef.constant([1, 2]))
+    with pytest.raises(TypeError, match="Expected integer type"):
+        ef.debugging.assert_integer(ef.constant(1.0))
+
+
+def test_graph_operations_have_tf_types_and_names():
+    cf = ef.function(lambda x: ef.nn.relu(x) * 2.0).get_concrete_function(ef.TensorSpec([2]))
+    ops = cf.graph.get_operations()
+    assert [op.type for op in ops] == ["Placeholder", "Relu", "Const", "Mul"]
+    assert [n.op for n in cf.graph.as_graph_def().node] == [op.type for op in ops]

@@ -68,3 +68,19 @@ def test_a_graph_with_py_function_refuses_to_serialize():
     graph = f.get_concrete_function(ef.constant(1)).graph
     with pytest.raises(errors.UnimplementedError, match="runs Python code"):
         serialize.graph_to_proto(graph)
+
+
+def test_numpy_function_gets_a_scalar_string_as_bytes():
+    # TF's common idiom: a file name read in a numpy_function with path.decode().
+    def length(path):
+        return np.int64(len(path.decode()))
+
+    want = [1, 3]
+    ds = ef.data.Dataset.from_tensor_slices(["a", "bcd"]).map(
+        lambda s: ef.numpy_function(length, [s], ef.int64))
+    assert [int(x) for x in ds.as_numpy_iterator()] == want
+    traced = ef.function(lambda s: ef.numpy_function(length, [s], ef.int64))
+    assert [int(traced(ef.constant(s))) for s in ["a", "bcd"]] == want
+    # A vector of strings stays an array.
+    assert int(ef.numpy_function(lambda b: np.int64(b.shape[0]), [ef.constant(["a", "b"])],
+                                 ef.int64)) == 2

@@ -192,6 +192,12 @@ class Dataset(SourceMethods, TransformationMethods):
         functions.check_callable(reduce_func, "reduce_func", "reduce")
         state = structure.to_tensors(initial_state, "initial_state")
         state_spec = structure.spec_of(state)
+        if _context.state.trace is not None:
+            # Inside a traced function the fold runs when the graph runs, as TF's.
+            from eagerflow.function.autograph.dataset_loop import reduce_dataset
+
+            return reduce_dataset(self, state, lambda s, e: structure.check_state(
+                structure.to_tensors(reduce_func(s, e), "state"), state_spec, "reduce"))
         for element in self:
             new = structure.to_tensors(reduce_func(state, element), "state")
             state = structure.check_state(new, state_spec, "reduce")

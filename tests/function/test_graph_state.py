@@ -93,3 +93,20 @@ def test_generator_saved_in_a_checkpoint_continues_where_it_was(tmp_path):
     np.testing.assert_array_equal(g.normal([3]).numpy(), want)
     assert ("generator/_state_var/.ATTRIBUTES/VARIABLE_VALUE", [3]) in \
         ef.train.list_variables(path)
+
+
+def test_dataset_reduce_inside_a_function_runs_when_the_graph_runs():
+    values = np.arange(6.0, dtype=np.float32)
+    ds = ef.data.Dataset.from_tensor_slices(values).batch(2)
+
+    def fold(d):
+        return d.reduce((ef.constant(0.0), ef.constant(0)),
+                        lambda s, b: (s[0] + ef.reduce_sum(b * b), s[1] + 1))
+
+    traced = ef.function(fold)
+    for got in (fold(ds), traced(ds), traced(ds)):  # each run iterates anew
+        assert float(got[0]) == float(np.sum(values ** 2)) and int(got[1]) == 3
+    bad = ef.function(lambda d: d.reduce(ef.constant(0, ef.int64),
+                                         lambda a, b: ef.cast(a, ef.float32)))
+    with pytest.raises(TypeError, match="changed dtype"):
+        bad(ef.data.Dataset.range(3))

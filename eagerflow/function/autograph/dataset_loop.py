@@ -17,7 +17,7 @@ import threading
 from eagerflow import dtypes as d
 from eagerflow import nest
 
-__all__ = ["for_dataset"]
+__all__ = ["for_dataset", "reduce_dataset"]
 
 _PASSES = {}  # handle -> [iterator, pending element]
 _HANDLES = itertools.count(1)
@@ -97,3 +97,22 @@ def for_dataset(dataset, extra_test, body, get_state, set_state, names, loop_var
 
     operators._tf_loop(None, extra_test, body, get_state, set_state, names, loop_vars, opts,
                        _DatasetSource(dataset))
+
+
+def reduce_dataset(dataset, state, step):
+    """``dataset.reduce`` inside a traced function: the same graph loop, whose one loop
+    variable is the state (``state = step(state, element)``)."""
+    box = list(nest.flatten(state))  # one loop variable per tensor of the state
+
+    def body(element):
+        box[:] = nest.flatten(step(nest.pack_sequence_as(state, box), element))
+
+    def get_state():
+        return tuple(box)
+
+    def set_state(values):
+        box[:] = list(values)
+
+    names = tuple("state_%d" % k for k in range(len(box)))
+    for_dataset(dataset, None, body, get_state, set_state, names, tuple(range(len(box))), {})
+    return nest.pack_sequence_as(state, box)

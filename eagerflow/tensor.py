@@ -492,12 +492,13 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
         return from_dlpack(value) if dtype is None else convert_to_tensor(
             from_dlpack(value), dtype)
     else:
-        if isinstance(value, (list, tuple)) and context.state.trace is not None:
-            from eagerflow.function.tracer import _holds_symbolic
-
-            if _holds_symbolic(value):
-                # TF's auto-packing: a list holding traced tensors is a stack of them.
-                return context.state.trace._symbolic(value, dtype)
+        pack = getattr(context.state.trace, "auto_pack", None) if isinstance(
+            value, (list, tuple)) else None
+        if pack is not None:
+            # TF's auto-packing: a list holding traced tensors is a stack of them.
+            packed = pack(value, dtype)
+            if packed is not None:
+                return packed
         array = _infer_python(value, dtype)
         if dtype is None and dtype_hint is not None:
             hint = dtypes_lib.as_dtype(dtype_hint)

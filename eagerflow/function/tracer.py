@@ -161,6 +161,13 @@ class Tracer:
             return self.const(_host_value(t))
         return self.capture(t)
 
+    def auto_pack(self, value, dtype):
+        """A list holding traced tensors as one tensor (TF's auto-packing), or None when
+        it holds none (``convert_to_tensor`` asks)."""
+        if not _holds_symbolic(value):
+            return None
+        return self._symbolic(value, dtype)
+
     def const(self, array):
         """A Const node (deduplicated within the graph)."""
         array = np.asarray(array)

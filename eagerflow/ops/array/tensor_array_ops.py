@@ -50,7 +50,7 @@ __all__ = ["TensorArray", "TENSOR_ARRAY_SCATTER", "TENSOR_ARRAY_UNSCATTER",
 
 # -- helpers shared by the kernels ------------------------------------------------------------
 def _rows(indices):
-    return np.asarray(indices).astype(np.int64).reshape(-1)
+    return np.asarray(indices).reshape(-1)
 
 
 def _corner(shape):
@@ -63,6 +63,18 @@ def _empty(xp, shape, dtype):
     if np.dtype(dtype) == object:
         return np.full(shape, b"", dtype=object)
     return xp.zeros(shape, dtype=dtype)
+
+
+def _shapes_of(buf, shapes, idx):
+    """The shapes ``[len(idx), rank]`` (int64) of the elements at rows ``idx``."""
+    pad = np.asarray(buf.shape[1:], np.int64)
+    out = np.tile(pad, (idx.size, 1))
+    s = np.asarray(shapes)
+    if s.ndim == 2 and s.shape[1] == pad.size and s.shape[0]:
+        inside = idx < s.shape[0]
+        rows = s[idx[inside]].astype(np.int64)
+        out[inside] = np.where(rows < 0, pad, rows)
+    return out
 
 
 def _effective(buf, shapes):
@@ -134,10 +146,13 @@ def _scatter_kernel(xp):
                 "for %d indices) into an array of elements of rank %d; every element "
                 "must have the same rank." % (list(values.shape[1:]), values.shape[0],
                                               idx.size, buf.ndim - 1))
-        if idx.size and idx.min() < 0:
+        # One write (the usual call) reads its index once; numpy's min/max cost more.
+        lo, hi = (int(idx[0]),) * 2 if idx.size == 1 else (
+            (int(idx.min()), int(idx.max())) if idx.size else (0, -1))
+        if lo < 0:
             raise errors.InvalidArgumentError(
-                None, None, "TensorArray: index %d is negative." % int(idx.min()))
-        need = int(idx.max()) + 1 if idx.size else 0
+                None, None, "TensorArray: index %d is negative." % lo)
+        need = hi + 1
         if need > n and not dynamic:
             raise errors.InvalidArgumentError(
                 None, None, "TensorArray: index %d is out of range for an array of "
@@ -145,15 +160,14 @@ def _scatter_kernel(xp):
         pad = tuple(buf.shape[1:])
         vel = tuple(values.shape[1:])
         grown = tuple(max(a, b) for a, b in zip(pad, vel))
-        s = np.asarray(shapes).astype(np.int32)
+        s = shapes if getattr(shapes, "dtype", None) == np.int32 else \
+            np.asarray(shapes).astype(np.int32)
         if s.ndim != 2 or s.shape[1] != len(pad):
             s = np.zeros((0, len(pad)), np.int32)
         rows = max(n, need)
         if grown != pad:
-            # Rows that filled the old padding keep that shape: record it before the
-            # padding grows (rows that never held data stay -1 and take the new one).
-            if int(np.prod(pad)) > 0:
-                s = _effective(buf, s).astype(np.int32)
+            # Every row of the old buffer keeps its shape: recorded before the padding grows.
+            s = _effective(buf, s).astype(np.int32)
             out = _empty(xp, (rows,) + grown, buf.dtype)
             out[(slice(0, n),) + _corner(pad)] = buf
         elif rows > n:
@@ -161,14 +175,20 @@ def _scatter_kernel(xp):
             out[:n] = buf
         else:
             out = buf.copy()
-        if vel != grown:
+        full = vel == grown
+        if not full:
             out[idx] = _empty(np, (), out.dtype)
         out[(idx,) + _corner(vel)] = values
-        if s.shape[0] < need:
+        # A row written with the padded shape needs no record (-1, as rows past the end);
+        # the others record theirs. The usual array, of one shape, never records any.
+        if full and (s.shape[0] == 0 or lo >= s.shape[0]):
+            return out, s
+        if not full and s.shape[0] < need:
             s = np.concatenate([s, np.full((need - s.shape[0], len(pad)), -1, np.int32)])
         else:
             s = s.copy()
-        s[idx] = vel
+        inside = idx[idx < s.shape[0]]
+        s[inside] = -1 if full else vel
         return out, s
     return kernel
 
@@ -202,19 +222,25 @@ def _scatter_shape(buf, shapes, indices, values, *, dynamic, infer):
 def _scatter_reference(buf, shapes, indices, values, *, dynamic, infer):
     idx = _rows(indices)
     eff = _effective(buf, shapes)
-    elements = {k: buf[(k,) + _corner(eff[k])] for k in range(buf.shape[0])}
     written = {int(k): v for k, v in zip(idx, values)}
+    elements = {k: buf[(k,) + _corner(eff[k])] for k in range(buf.shape[0])}
     elements.update(written)
     n = max([buf.shape[0]] + [k + 1 for k in written])
-    pad = tuple(max([buf.shape[1 + a]] + [v.shape[a] for v in written.values()])
-                for a in range(buf.ndim - 1))
+    pad = tuple(max(a, b) for a, b in zip(buf.shape[1:], values.shape[1:]))
     out = np.zeros((n,) + pad, buf.dtype)
-    s = np.full((n, buf.ndim - 1), -1, np.int32)
     for k, v in elements.items():
         out[(k,) + _corner(v.shape)] = v
-        if k in written or v.shape != pad and int(np.prod(buf.shape[1:])) > 0:
-            s[k] = v.shape
-    return out, s[:max(len(shapes), max(written) + 1)]
+    grown = pad != tuple(buf.shape[1:])
+    s = eff.astype(np.int32) if grown else np.array(shapes, np.int32).reshape(
+        -1, buf.ndim - 1)
+    full = tuple(values.shape[1:]) == pad
+    need = max(written) + 1
+    if not full and len(s) < need:
+        s = np.concatenate([s, np.full((need - len(s), buf.ndim - 1), -1, np.int32)])
+    for k in written:
+        if k < len(s):
+            s[k] = -1 if full else values.shape[1:]
+    return out, s
 
 
 def _scatter_samples(rng, dtype):
@@ -270,9 +296,14 @@ def _unscatter_samples(rng, dtype):
 # -- TensorArrayGather: read, gather, stack and concat -----------------------------------------
 def _gather_kernel(xp):
     def kernel(buf, shapes, indices, *, every, concat, element_shape, shape_known):
-        eff = _effective(buf, shapes)
         idx, scalar = _selection(buf, indices, every)
-        sel = eff[idx]
+        if not concat and np.shape(shapes)[0] == 0:
+            # Every element fills its row (the usual array, of one shape): plain indexing.
+            if every:
+                return buf
+            out = buf[int(idx[0])] if scalar else buf[idx]
+            return out if hasattr(out, "shape") else np.asarray(out, dtype=buf.dtype)
+        sel = _shapes_of(buf, shapes, idx)
         pad = np.asarray(buf.shape[1:], np.int64)
         if concat:
             _concat_check(buf, sel)
@@ -346,9 +377,8 @@ def _gather_samples(rng, dtype):
 # -- TensorArrayUngather: the gradient of a read for the buffer ------------------------------
 def _ungather_kernel(xp):
     def kernel(g, buf, shapes, indices, *, every, concat):
-        eff = _effective(buf, shapes)
         idx, scalar = _selection(buf, indices, every)
-        sel = eff[idx]
+        sel = _shapes_of(buf, shapes, idx)
         pad = np.asarray(buf.shape[1:], np.int64)
         if every and len(sel) and (sel == pad).all() and not scalar:
             return g.reshape(buf.shape)
@@ -724,8 +754,8 @@ class TensorArray:
     def _merged_element(self, shape, index):
         """The element shape after writing an element of ``shape`` (TF's rules)."""
         element = self._element_shape
-        if shape.rank is None:
-            return element
+        if shape.rank is None or (element is not None and element._dims == shape._dims):
+            return element  # the usual write: the element shape it already has
         if element is None:
             return TensorShape(shape) if self._infer_shape else \
                 TensorShape([None] * shape.rank)

@@ -256,7 +256,8 @@ def assert_type(tensor, tf_type, message=None, name=None):
 
 
 def assert_scalar(tensor, name=None, message=None):
-    """Asserts that ``tensor`` is a scalar (``tf.debugging.assert_scalar``); returns it.
+    """Asserts that ``tensor`` is a scalar (``tf.debugging.assert_scalar``); returns None,
+    as TF 2's.
 
     Raises:
         ValueError: If its static rank is not 0 (checked at run time when unknown).
@@ -268,7 +269,7 @@ def assert_scalar(tensor, name=None, message=None):
     elif tensor.shape.rank != 0:
         raise ValueError("%sExpected scalar shape for %s, saw shape: %s." % (
             (message + " ") if message else "", _name_of(tensor), tensor.shape))
-    return tensor
+    return None
 
 
 def assert_integer(x, message=None, name=None):

@@ -98,7 +98,7 @@ def _selection(buf, indices, every):
     idx = idx.reshape(-1)
     bad = idx[(idx < 0) | (idx >= n)]
     if bad.size:
-        raise errors.InvalidArgumentError(
+        raise errors.OutOfRangeError(
             None, None, "TensorArray: tried to read from index %d but array size is: %d."
             % (int(bad[0]), n))
     return idx, scalar
@@ -111,8 +111,8 @@ def _shape_text(s):
 def _concat_check(buf, sel):
     if buf.ndim < 2:
         raise errors.InvalidArgumentError(
-            None, None, "TensorArray.concat(): the elements must have rank >= 1; they are "
-            "scalars (use stack()).")
+            None, None, "TensorArray.concat(): Concat saw a scalar shape at index 0 but "
+            "requires at least vectors (use stack() for scalars).")
     for k in range(1, len(sel)):
         if (sel[k, 1:] != sel[0, 1:]).any():
             raise errors.InvalidArgumentError(
@@ -797,9 +797,6 @@ class TensorArray:
 
     def concat(self, name=None):
         """The elements joined along their first axis (the other dimensions must agree)."""
-        if self._flow.shape.rank is not None and self._flow.shape.rank < 2 and \
-                self._known_element():
-            raise ValueError("TensorArray.concat(): the elements must have rank >= 1.")
         return _gather(self._flow, self._shapes, _no_indices(), self._element_shape,
                        every=True, concat=True)
 

@@ -267,3 +267,100 @@ def p_experimental_relax_shape_calls(tf):
         return tf.reduce_mean(x)
 
     return {"a": f(tf.constant([1.0, 2.0])), "b": f(tf.constant([[1.0], [5.0]]))}
+
+
+def _class_raised(fn):
+    try:
+        fn()
+    except Exception as e:  # the class is what is compared
+        return type(e).__name__
+    return None
+
+
+def p_tensor_array_elements_of_different_sizes(tf):
+    ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+    ta = ta.write(0, [1.0])
+    ta = ta.write(1, [2.0, 3.0])
+    # stack() of elements of different sizes raises in TF, but which class depends on how
+    # TF's eager array packs its list (ValueError for these three, InvalidArgumentError
+    # for two); tests/function/test_functional_ops.py checks eagerflow's error instead.
+    ta = ta.write(2, [4.0, 5.0, 6.0])
+    strict = tf.TensorArray(tf.float32, size=2, element_shape=[None])
+    strict = strict.write(0, [1.0])
+    scalars = tf.TensorArray(tf.float32, size=2).write(0, 1.0).write(1, 2.0)
+    return {"concat": ta.concat(), "read1": ta.read(1), "size": ta.size(),
+            "strict_second_size": _class_raised(lambda: strict.write(1, [1.0, 2.0])),
+            "read_past_the_end": _class_raised(lambda: ta.read(5)),
+            "concat_of_scalars": _class_raised(scalars.concat)}
+
+
+def p_tensor_array_split_with_lengths(tf):
+    value = tf.reshape(tf.range(12.0), [6, 2])
+    ta = tf.TensorArray(tf.float32, size=3).split(value, [1, 3, 2])
+    loose = tf.TensorArray(tf.float32, size=3, infer_shape=False).split(value, [2, 0, 4])
+
+    @tf.function
+    def traced(v):
+        t = tf.TensorArray(tf.float32, size=3).split(v, [1, 3, 2])
+        return t.read(0), t.read(1), t.concat(), t.size()
+
+    return {"first": ta.read(0), "second": ta.read(1), "third": ta.read(2),
+            "loose_concat": loose.concat(), "loose_empty": loose.read(1),
+            "traced": traced(value), "bad_lengths": _class_raised(
+                lambda: tf.TensorArray(tf.float32, size=2, infer_shape=False).split(
+                    value, [1, 2]))}
+
+
+def p_tensor_array_of_different_sizes_in_a_loop(tf):
+    @tf.function
+    def f(n):
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+        for i in tf.range(n):
+            ta = ta.write(i, tf.range(tf.cast(i, tf.float32) + 1.0))
+        return ta.concat(), ta.read(2)
+
+    x = tf.constant([0.5, -1.0, 2.0])
+
+    @tf.function
+    def loss(x):
+        ta = tf.TensorArray(tf.float32, size=3, infer_shape=False)
+        for i in tf.range(3):
+            ta = ta.write(i, tf.gather(x, tf.range(i + 1)) * tf.cast(i + 1, tf.float32))
+        return tf.reduce_sum(tf.sin(ta.concat())) + tf.reduce_sum(ta.read(1) ** 2)
+
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loss(x)
+    concat, third = f(tf.constant(4))
+    return {"concat": concat, "third": third, "loss": y, "grad": tape.gradient(y, x)}
+
+
+def p_map_fn_ragged_and_string_outputs(tf):
+    r = tf.map_fn(lambda x: tf.range(x), tf.constant([1, 3, 0, 2]),
+                  fn_output_signature=tf.RaggedTensorSpec(shape=[None], dtype=tf.int32))
+    s = tf.map_fn(lambda x: tf.strings.as_string(x), tf.constant([1, 2]),
+                  fn_output_signature=tf.string)
+    return {"values": r.flat_values, "row_lengths": r.row_lengths(), "strings": s,
+            "type": type(r).__name__}
+
+
+def p_dataset_reduce_in_function(tf):
+    ds = tf.data.Dataset.range(1, 6)
+
+    @tf.function
+    def f():
+        return ds.reduce((tf.constant(0, tf.int64), tf.constant(1, tf.int64)),
+                         lambda s, x: (s[0] + x, s[1] * x))
+
+    total, product = f()
+    again = f()
+    return {"total": total, "product": product, "again": again[0]}
+
+
+def p_lists_of_traced_tensors_are_packed(tf):
+    @tf.function
+    def f(x):
+        return tf.convert_to_tensor([x, 2 * x]), tf.stack([x, 1.0]) + [x, x]
+
+    a, b = f(tf.constant(1.5))
+    return {"a": a, "b": b}

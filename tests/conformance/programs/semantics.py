@@ -557,3 +557,34 @@ def p_checkpoint_iterator_shuffle_order_drawn_at_iter(tf):
     first = _values(it1)
     return {"first_is_pass_0": first == passes[0], "second_is_pass_1": second == passes[1],
             "passes_differ": passes[0] != passes[1]}
+
+
+def p_generator_checkpoint_and_numpy_function_strings(tf):
+    g = tf.random.Generator.from_seed(1)
+    ckpt = tf.train.Checkpoint(generator=g)
+    with tempfile.TemporaryDirectory() as d:
+        g.normal([])
+        path = ckpt.save(os.path.join(d, "ckpt"))
+        want = g.normal([3])
+        g.normal([5])
+        ckpt.restore(path)
+        again = g.normal([3])
+        names = sorted(n for n, _ in tf.train.list_variables(path) if n.endswith("VALUE"))
+    lengths = tf.data.Dataset.from_tensor_slices(["a", "bcd"]).map(
+        lambda s: tf.numpy_function(lambda b: np.int64(len(b.decode())), [s], tf.int64))
+    return {"same_after_restore": bool((want == again).numpy().all()), "names": names,
+            "lengths": [int(x) for x in lengths]}
+
+
+def p_debugging_assert_scalar_and_integer(tf):
+    def raised(fn):
+        try:
+            fn()
+        except Exception as e:  # the class is what is compared
+            return type(e).__name__
+        return None
+
+    return {"scalar_ok": tf.debugging.assert_scalar(tf.constant(3)),
+            "scalar_bad": raised(lambda: tf.debugging.assert_scalar(tf.constant([3]))),
+            "integer_bad": raised(lambda: tf.debugging.assert_integer(tf.constant(1.0))),
+            "integer_ok": raised(lambda: tf.debugging.assert_integer(tf.constant(1)))}

@@ -303,7 +303,10 @@ def _replay_node(node, args, graph, library, what):
                 "the random op %s%s, and the gradient recomputes the %s, which would draw new "
                 "numbers. Draw the random values outside the %s and use them inside." % (
                     what, prim.name, _where(node), what, what))
-        out = dispatch.execute(prim, tuple(args), node.attrs)
+        from eagerflow.ops import static_value
+
+        args, attrs = static_value.symbolic_attrs(tuple(args), node.attrs)
+        out = dispatch.execute(prim, args, attrs)
         return out if isinstance(out, tuple) else (out,)
     op = node.op
     if op == builtins.CONST:

@@ -325,6 +325,23 @@ def bind_dynamic(values, attrs):
     return values[:len(values) - k], out
 
 
+def symbolic_attrs(values, attrs):
+    """The inverse of ``split_dynamic``, for a node re-emitted inside a trace (the replay of
+    a loop body for its gradient): its inputs less the dynamic attrs' tensors, and its attrs
+    with those tensors back in ``DynamicShape``/``DynamicScalar``, which the tracer splits
+    off again."""
+    names = attrs.get(DYNAMIC_ATTRS)
+    if names is None:
+        return values, attrs
+    k = len(names)
+    out = dict(attrs)
+    del out[DYNAMIC_ATTRS]
+    for name, tensor in zip(names, values[len(values) - k:]):
+        known = out[name]
+        out[name] = DynamicScalar(tensor) if known is None else DynamicShape(known, tensor)
+    return values[:len(values) - k], out
+
+
 def rule_attrs(attrs):
     """A node's attrs as its shape rule reads them (what is known of the dynamic attrs)."""
     if DYNAMIC_ATTRS not in attrs:

@@ -463,6 +463,19 @@ def test_while_gradient_through_a_loop_variable_that_grows():
     np.testing.assert_allclose(tape_grad(f, x), expect, rtol=1e-6, atol=1e-9)
 
 
+def test_while_gradient_through_slices_bounded_by_the_loop_index():
+    # x[i:i + 2] and x[:i + 1] take run-time bounds; the backward pass replays them.
+    def f(x):
+        s = ef.constant(0.0, F64)
+        for i in ef.range(3):
+            s = s + ef.reduce_sum(ef.sin(x[i:i + 2]) * x[:2]) + ef.reduce_sum(x[:i + 1] ** 2)
+        return s
+
+    x = [0.3, -1.2, 0.8, 2.0]
+    expect = numeric_grad(lambda v: float(f(ef.constant(v, F64)).numpy()), x)
+    np.testing.assert_allclose(tape_grad(ef.function(f), x), expect, rtol=1e-6, atol=1e-9)
+
+
 def test_while_gradient_zero_iterations_is_identity():
     f = ef.function(lambda x: power(x, n=0) + x)
     np.testing.assert_allclose(tape_grad(f, [2.0, 3.0]), [1.0, 1.0])

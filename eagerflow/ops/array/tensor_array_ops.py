@@ -49,8 +49,15 @@ __all__ = ["TensorArray", "TENSOR_ARRAY_SCATTER", "TENSOR_ARRAY_UNSCATTER",
 
 
 # -- helpers shared by the kernels ------------------------------------------------------------
+def _on_host(array):
+    """A small index or shape array as numpy (read back when it lives on a GPU)."""
+    get = getattr(array, "get", None)
+    return np.asarray(get() if get is not None and not isinstance(array, np.ndarray)
+                      else array)
+
+
 def _rows(indices):
-    return np.asarray(indices).reshape(-1)
+    return _on_host(indices).reshape(-1)
 
 
 def _corner(shape):
@@ -69,7 +76,7 @@ def _shapes_of(buf, shapes, idx):
     """The shapes ``[len(idx), rank]`` (int64) of the elements at rows ``idx``."""
     pad = np.asarray(buf.shape[1:], np.int64)
     out = np.tile(pad, (idx.size, 1))
-    s = np.asarray(shapes)
+    s = _on_host(shapes)
     if s.ndim == 2 and s.shape[1] == pad.size and s.shape[0]:
         inside = idx < s.shape[0]
         rows = s[idx[inside]].astype(np.int64)
@@ -81,7 +88,7 @@ def _effective(buf, shapes):
     """The shape of every element, ``[size, rank]`` (int64), ``-1`` rows resolved."""
     n, pad = buf.shape[0], np.asarray(buf.shape[1:], np.int64)
     eff = np.tile(pad, (n, 1))
-    s = np.asarray(shapes).astype(np.int64)
+    s = _on_host(shapes).astype(np.int64)
     if s.ndim == 2 and s.shape[1] == pad.size and s.shape[0]:
         m = min(s.shape[0], n)
         eff[:m] = np.where(s[:m] < 0, pad, s[:m])
@@ -93,7 +100,7 @@ def _selection(buf, indices, every):
     n = buf.shape[0]
     if every:
         return np.arange(n), False
-    idx = np.asarray(indices).astype(np.int64)
+    idx = _on_host(indices).astype(np.int64)
     scalar = idx.ndim == 0
     idx = idx.reshape(-1)
     bad = idx[(idx < 0) | (idx >= n)]
@@ -102,6 +109,18 @@ def _selection(buf, indices, every):
             None, None, "TensorArray: tried to read from index %d but array size is: %d."
             % (int(bad[0]), n))
     return idx, scalar
+
+
+def _add_at(xp, out, index, values):
+    """``out[index] += values`` summing repeated rows (numpy's ``add.at``; cupyx's
+    ``scatter_add`` on a GPU)."""
+    at = getattr(xp.add, "at", None)
+    if at is not None:
+        at(out, index, values)
+        return
+    import cupyx
+
+    cupyx.scatter_add(out, index, values)
 
 
 def _shape_text(s):
@@ -160,8 +179,8 @@ def _scatter_kernel(xp):
         pad = tuple(buf.shape[1:])
         vel = tuple(values.shape[1:])
         grown = tuple(max(a, b) for a, b in zip(pad, vel))
-        s = shapes if getattr(shapes, "dtype", None) == np.int32 else \
-            np.asarray(shapes).astype(np.int32)
+        s = shapes if isinstance(shapes, np.ndarray) and shapes.dtype == np.int32 else \
+            _on_host(shapes).astype(np.int32)
         if s.ndim != 2 or s.shape[1] != len(pad):
             s = np.zeros((0, len(pad)), np.int32)
         rows = max(n, need)
@@ -182,14 +201,14 @@ def _scatter_kernel(xp):
         # A row written with the padded shape needs no record (-1, as rows past the end);
         # the others record theirs. The usual array, of one shape, never records any.
         if full and (s.shape[0] == 0 or lo >= s.shape[0]):
-            return out, s
+            return out, xp.asarray(s)
         if not full and s.shape[0] < need:
             s = np.concatenate([s, np.full((need - s.shape[0], len(pad)), -1, np.int32)])
         else:
             s = s.copy()
         inside = idx[idx < s.shape[0]]
         s[inside] = -1 if full else vel
-        return out, s
+        return out, xp.asarray(s)
     return kernel
 
 
@@ -392,7 +411,7 @@ def _ungather_kernel(xp):
         elif scalar:
             out[(int(idx[0]),) + _corner(sel[0])] += g
         elif len(sel):
-            np.add.at(out, (idx,) + _corner(sel[0]), g)
+            _add_at(xp, out, (idx,) + _corner(sel[0]), g)
         return out
     return kernel
 
@@ -437,7 +456,7 @@ def _ungather_samples(rng, dtype):
 # -- TensorArraySplit: an array whose elements are pieces of one tensor ------------------------
 def _split_kernel(xp):
     def kernel(value, lengths):
-        ln = np.asarray(lengths).astype(np.int64).reshape(-1)
+        ln = _on_host(lengths).astype(np.int64).reshape(-1)
         if value.ndim < 1:
             raise errors.InvalidArgumentError(
                 None, None, "TensorArray.split(): the value must have rank >= 1.")
@@ -456,7 +475,7 @@ def _split_kernel(xp):
         shapes = np.empty((ln.size, value.ndim), np.int32)
         shapes[:, 0] = ln
         shapes[:, 1:] = rest
-        return buf, shapes
+        return buf, xp.asarray(shapes)
     return kernel
 
 

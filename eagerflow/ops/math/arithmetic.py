@@ -281,6 +281,14 @@ def where(condition, x=None, y=None, name=None):
         With x and y: the selected values. Without: an int64 [num_true, rank] Tensor of
         coordinates.
 
+    Gradients, as TF's: the gradient flows to ``x`` where ``condition`` holds and to ``y``
+    elsewhere; the unselected branch receives zeros. Those zeros still pass through the
+    unselected branch's own gradient, so a branch that is infinite or NaN there can leak
+    ``0 * inf = NaN``, except through ``sqrt``, ``rsqrt`` and ``reciprocal``, whose gradients
+    are 0 wherever their incoming gradient is 0 (TF's SqrtGrad): ``where(x > 0, sqrt(x), 0)``
+    has gradient 0, not NaN, where ``x <= 0``. To keep other branches finite, make their
+    input safe first: ``where(x > 0, log(where(x > 0, x, 1)), 0)``.
+
     Example:
         >>> import eagerflow as ef
         >>> ef.where([True, False], 1.0, 2.0).numpy().tolist()

@@ -147,7 +147,8 @@ def _learn_element_shapes(body, loop_vars):
     with tracing(probe):
         result = nest.flatten(_normalize_body_result(body(*loop_vars), loop_vars))
     for k in unknown:
-        shape = getattr(result[k], "element_shape", None)
+        learned = getattr(result[k], "_learned_element_shape", None)
+        shape = learned() if learned is not None else getattr(result[k], "element_shape", None)
         if shape is not None and shape.rank is not None:
             flat[k] = flat[k]._with_element_shape(shape)
     return nest.pack_sequence_as(loop_vars, flat)

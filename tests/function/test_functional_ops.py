@@ -113,6 +113,7 @@ def test_tensor_array_of_different_sizes_eager():
     assert ta.read(0).numpy().tolist() == [1.0]
     assert ta.read(1).numpy().tolist() == [2.0, 3.0]
     assert int(ta.size()) == 2
+    assert ta.element_shape.rank is None  # as TF: infer_shape=False learns nothing
     with pytest.raises(errors.InvalidArgumentError, match="Shapes of all inputs must match"):
         ta.stack()
     # A shorter element written over a longer one, and a longer one after the shorter.

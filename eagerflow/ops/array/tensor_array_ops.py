@@ -631,6 +631,8 @@ class TensorArray:
         self._element_shape = None if element_shape is None else TensorShape(element_shape)
         if self._element_shape is not None and self._element_shape.rank is None:
             self._element_shape = None
+        # What element_shape reports when writes do not refine it (infer_shape=False).
+        self._declared_shape = self._element_shape
         if flow is not None:
             if not isinstance(flow, Tensor):
                 flow = convert_to_tensor(flow, dtype=self._dtype)
@@ -676,6 +678,7 @@ class TensorArray:
         ta._dtype = template._dtype
         ta._dynamic_size = template._dynamic_size
         ta._infer_shape = template._infer_shape
+        ta._declared_shape = template._declared_shape
         ta._element_shape = template._element_shape
         rank = flow.shape.rank
         if template._element_shape is None and rank is not None and rank > 1:
@@ -702,6 +705,11 @@ class TensorArray:
     def _with_loop_value(self, tensors):
         flow, shapes = tensors
         return TensorArray._from_flow(self, flow, shapes)
+
+    def _learned_element_shape(self):
+        """What the writes taught of the element shape (its rank at least), for a loop's
+        probe; ``element_shape`` may report less (``infer_shape=False``)."""
+        return self._element_shape if self._element_shape is not None else TensorShape(None)
 
     def _loop_element_unknown(self):
         return not self._known_element()
@@ -735,7 +743,10 @@ class TensorArray:
 
     @property
     def element_shape(self):
-        return self._element_shape if self._element_shape is not None else TensorShape(None)
+        """The elements' shape: learned from the writes, or (``infer_shape=False``) the
+        one given at construction, as TF's."""
+        shape = self._element_shape if self._infer_shape else self._declared_shape
+        return shape if shape is not None else TensorShape(None)
 
     @property
     def flow(self):

@@ -15,8 +15,10 @@ Node conventions (built by ``control_flow.py``):
 * ``While(*loop_vars, *captures[, maximum_iterations])``: attrs ``cond``, ``body``,
   ``n_loop_vars``, ``n_captures``, ``has_max``; ``cond`` and ``body`` take loop vars then
   captures. With ``history=True`` (set when a gradient needs it) the node also outputs,
-  per loop var, the values that entered each iteration stacked on a new first axis, and
-  then the iteration count (int32): the backward pass walks them in reverse.
+  per loop var, the values that entered each iteration stacked on a new first axis, then
+  the iteration count (int32), then per loop var the shapes of those values ``[count,
+  rank]`` (a value whose shape changes between iterations is stacked padded with zeros):
+  the backward pass walks them in reverse.
 * ``Assert(*conditions)``: attrs ``kind`` (``"any"`` or ``"at_most_one"``) and
   ``message``; raises InvalidArgumentError at run time when violated (used by ``case``).
   Kind ``"data"`` (``eagerflow.debugging.Assert``): inputs ``(condition, *data)``, attrs

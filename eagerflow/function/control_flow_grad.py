@@ -13,9 +13,10 @@ or when a function's gradient is traced once for all its calls) and adds graph n
 * **while_loop.** The backward pass needs the value of every loop variable at the start of
   every iteration. The first time a gradient is built, the forward ``While`` node is asked
   to keep that history (attr ``history=True``): it then also outputs each loop variable
-  stacked over iterations and the iteration count. The gradient is a ``while_loop`` that
-  walks the iterations in reverse: iteration ``k`` gathers the loop variables of forward
-  iteration ``k``, replays the body on them under a tape, and maps the loop-variable
+  stacked over iterations (padded where its shape changes), the iteration count and each
+  iteration's shapes. The gradient is a ``while_loop`` that walks the iterations in
+  reverse: iteration ``k`` gathers the loop variables of forward iteration ``k`` (cut to
+  their shapes where those may change), replays the body on them under a tape, and maps the loop-variable
   cotangents back one step, summing the gradients of the captured tensors. Executors
   compiled before the history was requested keep the node's original outputs.
 

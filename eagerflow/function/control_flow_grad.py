@@ -16,8 +16,9 @@ or when a function's gradient is traced once for all its calls) and adds graph n
   stacked over iterations (padded where its shape changes), the iteration count and each
   iteration's shapes. The gradient is a ``while_loop`` that walks the iterations in
   reverse: iteration ``k`` gathers the loop variables of forward iteration ``k`` (cut to
-  their shapes where those may change), replays the body on them under a tape, and maps the loop-variable
-  cotangents back one step, summing the gradients of the captured tensors. Executors
+  their shapes where those may change), replays the body on them under a tape, and maps
+  the loop-variable cotangents back one step, summing the gradients of the captured
+  tensors. Executors
   compiled before the history was requested keep the node's original outputs.
 
 Replays emit only the nodes the outputs depend on, so variable writes and prints of the

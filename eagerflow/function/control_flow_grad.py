@@ -18,8 +18,8 @@ or when a function's gradient is traced once for all its calls) and adds graph n
   reverse: iteration ``k`` gathers the loop variables of forward iteration ``k`` (cut to
   their shapes where those may change), replays the body on them under a tape, and maps
   the loop-variable cotangents back one step, summing the gradients of the captured
-  tensors. Executors
-  compiled before the history was requested keep the node's original outputs.
+  tensors. Executors compiled before the history was requested keep the node's original
+  outputs.
 
 Replays emit only the nodes the outputs depend on, so variable writes and prints of the
 forward sub-graph never run again. Because the backward pass is built from the same

@@ -55,6 +55,7 @@ def row_split(shapes, size):
     row of one element).
 
     Example:
+        >>> from eagerflow.distribute.update_sharding import row_split
         >>> row_split([(4, 2), (2,)], 2)
         [[(0, 3), (3, 4)], [(0, 0), (0, 2)]]
     """

@@ -122,10 +122,11 @@ def _run_mpi(name_filter):
               "'eagerflow[mpi]').")
         return
 
-    def job(n, names, blas_threads=None):
+    def job(n, names, blas_threads=None, extra=()):
         env = {name: blas_threads for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                                "MKL_NUM_THREADS")} if blas_threads else None
-        res = launch.run_mpirun(n, ["-m", "eagerflow.benchmarks.mpi_workloads"] + names,
+        res = launch.run_mpirun(n, ["-m", "eagerflow.benchmarks.mpi_workloads"] + names
+                                + list(extra),
                                 timeout=900, env=env)
         if res.returncode != 0:
             print("mpirun -n %d %s failed (%s):\n%s" % (n, " ".join(names), res.returncode,
@@ -152,23 +153,27 @@ def _run_mpi(name_filter):
             row["speedup_min"], row["speedup_max"], row["target"], row["baseline"]))
     # The MLP step: 1-rank and 2-rank jobs in turn, so all see the same machine load. One
     # rank is timed with its default BLAS threads (all cores) and with one thread (what
-    # each of two ranks gets).
-    setups = [("2 ranks", 2, None), ("1 rank", 1, None), ("1 rank, 1 BLAS thread", 1, "1")]
-    medians = {label: [] for label, _, _ in setups}
+    # each of two ranks gets); two ranks also with sharded optimizer updates.
+    setups = [("2 ranks", 2, None, ()), ("1 rank", 1, None, ()),
+              ("1 rank, 1 BLAS thread", 1, "1", ()),
+              ("2 ranks, sharded updates", 2, None, ("sharded",))]
+    medians = {label: [] for label, _, _, _ in setups}
     for _ in range(MPI_ROUNDS):
-        for label, n, threads in setups:
-            for row in job(n, ["mlp"], threads):
+        for label, n, threads, extra in setups:
+            for row in job(n, ["mlp"], threads, extra):
                 medians[label].append(float(sorted(row["step_s"])[len(row["step_s"]) // 2]))
-    two = medians["2 ranks"]
-    for label in ("1 rank", "1 rank, 1 BLAS thread"):
-        one = medians[label]
+    for two_label, one_label, target in (
+            ("2 ranks", "1 rank", "<= 0.6x"), ("2 ranks", "1 rank, 1 BLAS thread", "<= 0.6x"),
+            ("2 ranks, sharded updates", "1 rank, 1 BLAS thread", "<= 0.6x"),
+            ("2 ranks, sharded updates", "2 ranks", "< 1.0x to be the default")):
+        two, one = medians[two_label], medians[one_label]
         if not two or len(one) != len(two):
             continue
         ratios = sorted(b / a for a, b in zip(one, two))
-        print("%-52s %14s %14s %10.2fx [%.2f-%.2f]  <= 0.6x (2 ranks / %s, %d rounds)" % (
+        print("%-52s %14s %14s %10.2fx [%.2f-%.2f]  %s (%s / %s, %d rounds)" % (
             "mpi MLP 784-512-512-10 Adam b1024 step", _fmt(_median(two) * 1e6),
-            _fmt(_median(one) * 1e6), _median(ratios), ratios[0], ratios[-1], label,
-            len(ratios)))
+            _fmt(_median(one) * 1e6), _median(ratios), ratios[0], ratios[-1], target,
+            two_label, one_label, len(ratios)))
 
 
 def _median(values):

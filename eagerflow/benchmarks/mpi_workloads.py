@@ -187,17 +187,20 @@ def overlap(comm):
 _SIZES = (784, 512, 512, 10)
 
 
-def mlp_step(steps=25, batch=1024):
+def mlp_step(steps=25, batch=1024, shard=None):
     """Per-step seconds of a traced MultiWorkerMirroredStrategy Adam step of the MLP
     784-512-512-10 at global batch ``batch`` (each rank computes batch / ranks rows).
 
     Rank 0 prints {"workload": "mlp", "ranks": N, "step_s": [...]}; the benchmark command
     runs it under ``mpirun -n 1`` and ``-n 2`` in turn and reports the ratio.
+    ``shard``: the strategy's ``shard_optimizer_updates`` (None: its default).
     """
     import eagerflow as ef
     from eagerflow import keras
 
-    strategy = ef.distribute.MultiWorkerMirroredStrategy()
+    strategy = ef.distribute.MultiWorkerMirroredStrategy(
+        communication_options=ef.distribute.experimental.CommunicationOptions(
+            shard_optimizer_updates=shard))
     comm = strategy.extended.communicator
     rng = np.random.default_rng(0)
     xa = rng.standard_normal((batch, _SIZES[0])).astype(np.float32)
@@ -241,8 +244,10 @@ WORKLOADS = {"fused_small": fused_small, "bandwidth": bandwidth, "overlap": over
 
 
 def main(argv):
-    if argv == ["mlp"]:
-        mlp_step()
+    if argv and argv[0] == "mlp":
+        # "mlp" (the strategy's default), "mlp sharded" or "mlp unsharded".
+        mlp_step(shard={"sharded": True, "unsharded": False}.get(argv[1]) if argv[1:]
+                 else None)
         return 0
     from eagerflow.distribute.mpi_communicator import MPICommunicator
 

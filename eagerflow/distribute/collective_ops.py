@@ -58,8 +58,10 @@ def all_reduce(extended, replica, op, tensors):
         replica._replica_id, next_instance(replica), device.name if device else "")
 
 
-def all_gather(extended, replica, tensor):
+def all_gather(extended, replica, tensor, rows=None):
+    """CollectiveGather of ``tensor`` along axis 0 (``rows``: the result's length there,
+    where the replicas' lengths differ)."""
     device = extended._devices[replica._local_index]
     return collective.add_gather_node(
         _state.trace, tensor, _group_of(extended), extended._num_replicas_in_sync,
-        replica._replica_id, next_instance(replica), device.name if device else "")
+        replica._replica_id, next_instance(replica), device.name if device else "", rows)

@@ -45,6 +45,11 @@ class CommunicationOptions:
         implementation: A :class:`CommunicationImplementation` or its name.
         compression: eagerflow extension: None (default), "fp16" or "bf16" to send float
             gradient buckets in 16 bits (lossy; halves the bytes moved).
+        shard_optimizer_updates: eagerflow extension: each worker runs the optimizer
+            update on its own rows of every variable and keeps only their slots, then
+            the rows are all-gathered (ZeRO stage 1; see
+            :mod:`eagerflow.distribute.update_sharding`). None: the default (off);
+            True or False to choose.
 
     Raises:
         InvalidArgumentError: a negative size or timeout, an unknown implementation or
@@ -52,7 +57,8 @@ class CommunicationOptions:
     """
 
     def __init__(self, bytes_per_pack=0, timeout_seconds=None,
-                 implementation=CommunicationImplementation.AUTO, compression=None):
+                 implementation=CommunicationImplementation.AUTO, compression=None,
+                 shard_optimizer_updates=None):
         if not isinstance(bytes_per_pack, int) or bytes_per_pack < 0:
             raise errors.InvalidArgumentError(
                 None, "CommunicationOptions",
@@ -83,6 +89,11 @@ class CommunicationOptions:
         self.timeout_seconds = timeout_seconds
         self.implementation = implementation
         self.compression = None if compression == "none" else compression
+        if shard_optimizer_updates not in (None, True, False):
+            raise errors.InvalidArgumentError(
+                None, "CommunicationOptions", "shard_optimizer_updates=%r is not None, "
+                "True or False" % (shard_optimizer_updates,))
+        self.shard_optimizer_updates = shard_optimizer_updates
 
     def merge(self, options):
         """A copy with the fields ``options`` sets (non-default) taking precedence."""
@@ -95,10 +106,12 @@ class CommunicationOptions:
             options.implementation
             if options.implementation is not CommunicationImplementation.AUTO
             else self.implementation,
-            options.compression or self.compression)
+            options.compression or self.compression,
+            options.shard_optimizer_updates if options.shard_optimizer_updates is not None
+            else self.shard_optimizer_updates)
 
     def __repr__(self):
         return ("CommunicationOptions(bytes_per_pack=%d, timeout_seconds=%r, "
-                "implementation=%s, compression=%r)"
+                "implementation=%s, compression=%r, shard_optimizer_updates=%r)"
                 % (self.bytes_per_pack, self.timeout_seconds, self.implementation.name,
-                   self.compression))
+                   self.compression, self.shard_optimizer_updates))

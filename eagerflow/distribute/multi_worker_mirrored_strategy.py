@@ -128,6 +128,11 @@ class MultiWorkerExtended(StrategyExtended):
         self._reducer = GradientReducer(comm, options)
         super().__init__(container, [default_devices()[0]], [comm],
                          timeout=comm.default_timeout)
+        self._sharded_updates = None
+        if options.shard_optimizer_updates and comm.size > 1:
+            from eagerflow.distribute.update_sharding import ShardedUpdates
+
+            self._sharded_updates = ShardedUpdates(self)
 
     # -- facts ---------------------------------------------------------------------------
     @property
@@ -227,7 +232,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         communication_options: ``tf.distribute.experimental.CommunicationOptions``:
             ``bytes_per_pack`` (bucket cap), ``timeout_seconds`` (every collective's
             deadline), ``implementation`` (AUTO/RING; NCCL is not available),
-            ``compression`` (eagerflow: None, "fp16" or "bf16").
+            ``compression`` (eagerflow: None, "fp16" or "bf16"),
+            ``shard_optimizer_updates`` (eagerflow: each worker updates its rows only).
 
     Raises:
         InvalidArgumentError: the resolver disagrees with MPI, or NCCL was asked for.

@@ -148,14 +148,20 @@ def add_reduce_node(trace, tensors, op, group_key, group_size, rank, instance, d
     return [SymbolicTensor(trace.graph, node, i) for i in range(len(ins))]
 
 
-def add_gather_node(trace, tensor, group_key, group_size, rank, instance, device):
-    """Adds a CollectiveGather node (concatenation along axis 0 in rank order)."""
+def add_gather_node(trace, tensor, group_key, group_size, rank, instance, device,
+                    rows=None):
+    """Adds a CollectiveGather node (concatenation along axis 0 in rank order).
+
+    ``rows``: the output's first dimension where the ranks' inputs differ in length
+    (default: ``group_size`` times this rank's).
+    """
     from eagerflow.function.symbolic import SymbolicTensor
 
     t = trace.to_symbolic(tensor)
     shape = t._node.avals[t._index].shape
     if shape is not None and len(shape):
         first = shape[0] * group_size if shape[0] is not None else None
+        first = first if rows is None else int(rows)
         shape = (first,) + tuple(shape[1:])
     node = trace.graph.add_node(
         builtins.COLLECTIVE_GATHER, [(t._node, t._index)],

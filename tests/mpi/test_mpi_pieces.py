@@ -6,6 +6,7 @@ import threading
 import numpy as np
 import pytest
 
+import eagerflow as ef
 from eagerflow import errors
 from eagerflow.distribute import cluster_resolver as cr
 from eagerflow.distribute.bucketing import BucketPlan
@@ -28,10 +29,46 @@ def test_communication_options_defaults_and_merge():
         == 7.0
 
 
+def test_shard_optimizer_updates_option_defaults_off_and_merges():
+    assert CommunicationOptions().shard_optimizer_updates is None
+    on = CommunicationOptions().merge(CommunicationOptions(shard_optimizer_updates=True))
+    assert on.shard_optimizer_updates is True
+    assert on.merge(CommunicationOptions()).shard_optimizer_updates is True
+    assert on.merge(CommunicationOptions(shard_optimizer_updates=False)) \
+        .shard_optimizer_updates is False
+    # One worker has nothing to share the update with.
+    strategy = ef.distribute.MultiWorkerMirroredStrategy(communication_options=on)
+    assert strategy.extended._sharded_updates is None
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_row_split_gives_every_row_to_one_rank_and_evens_the_elements(size):
+    from eagerflow.distribute.update_sharding import row_split
+
+    shapes = [(784, 512), (512,), (512, 512), (512,), (512, 10), (10,), (), (3, 2, 2)]
+    split = row_split(shapes, size)
+    owned = [0] * size
+    for shape, ranges in zip(shapes, split):
+        rows = shape[0] if shape else 1
+        row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        # Contiguous, in rank order, covering every row once.
+        assert ranges[0][0] == 0 and ranges[-1][1] == rows, ranges
+        for (lo, hi), (lo2, _) in zip(ranges, ranges[1:]):
+            assert lo <= hi == lo2, ranges
+        for r, (lo, hi) in enumerate(ranges):
+            owned[r] += (hi - lo) * row
+    total = sum(int(np.prod(s)) for s in shapes)
+    assert sum(owned) == total
+    # Each rank's share is within one (widest) row of an even split.
+    assert max(abs(o - total / size) for o in owned) <= 512, owned
+    assert row_split([(4, 2), (2,)], 2) == [[(0, 3), (3, 4)], [(0, 0), (0, 2)]]
+
+
 @pytest.mark.parametrize("kwargs", [{"bytes_per_pack": -1}, {"bytes_per_pack": 1.5},
                                     {"timeout_seconds": 0}, {"timeout_seconds": "soon"},
                                     {"implementation": "carrier-pigeon"},
-                                    {"compression": "int8"}])
+                                    {"compression": "int8"},
+                                    {"shard_optimizer_updates": "yes"}])
 def test_communication_options_reject_bad_values(kwargs):
     with pytest.raises(errors.InvalidArgumentError, match="CommunicationOptions|must|not"):
         CommunicationOptions(**kwargs)

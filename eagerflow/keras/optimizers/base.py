@@ -389,7 +389,18 @@ class Optimizer(SlotsMixin, GradientTransformsMixin, Module):
         update in ``_update_device``: the update's arithmetic runs there, next to the
         variable and its slots, so only the gradient travels (TF colocates an update with
         its variable the same way).
+
+        Under a strategy that shards optimizer updates across workers
+        (``extended._sharded_updates``, MultiWorkerMirroredStrategy's
+        ``shard_optimizer_updates``), each worker runs ``update_step`` on its own rows
+        of every variable and the rows are all-gathered.
         """
+        replica = strategy_context.current_replica_context()
+        if replica is not None:
+            sharded = getattr(replica.strategy.extended, "_sharded_updates", None)
+            if sharded is not None and sharded.applies_to(self):
+                sharded.update_step_all(self, grads, variables, learning_rate)
+                return
         for grad, var in zip(grads, variables):
             device = getattr(var, "_update_device", None)
             if device is None:

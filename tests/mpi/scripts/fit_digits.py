@@ -1,7 +1,7 @@
 """Keras fit on the bundled digits under MultiWorkerMirroredStrategy (mpirun -n N or python).
 
 Rank 0 writes the per-epoch losses and the final weights to OUT.json; every rank prints
-"rank R OK". Usage: fit_digits.py OUT.json
+"rank R OK". Usage: fit_digits.py OUT.json [--shard] (--shard: sharded optimizer updates)
 """
 
 import json
@@ -10,7 +10,9 @@ import sys
 import eagerflow as ef
 import numpy as np
 
-strategy = ef.distribute.MultiWorkerMirroredStrategy()
+strategy = ef.distribute.MultiWorkerMirroredStrategy(
+    communication_options=ef.distribute.experimental.CommunicationOptions(
+        shard_optimizer_updates="--shard" in sys.argv))
 rank = strategy.cluster_resolver.task_id
 (x, y), _ = ef.keras.datasets.digits.load_data()
 x = (x.reshape(-1, 64) / 16.0).astype(np.float32)[:600]
@@ -33,5 +35,6 @@ if rank == 0:
                    "accuracy": history.history["accuracy"],
                    "evaluate": [float(v) for v in evaluated],
                    "predict": predicted.ravel().tolist(),
-                   "weights": [w.ravel().tolist() for w in model.get_weights()]}, f)
+                   "weights": [w.ravel().tolist() for w in model.get_weights()],
+                   "slots": type(model.optimizer.variables[-1]).__name__}, f)
 print("rank %d OK" % rank, flush=True)

@@ -262,10 +262,14 @@ def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
             xp.logical_or(taken, h, out=taken)
     dr = _split_windows(out, g)
     half = half.astype(grad.dtype, copy=False)
+    if finite and relu:
+        # A marked element equals its window's maximum, so ReluGrad's factor x > 0 is
+        # best > 0 there: it multiplies the pooled gradient (a quarter of the input for
+        # 2x2 windows) instead of the marks. Unmarked elements are a zero of the
+        # gradient's sign either way, so the bits are the full-size factor's.
+        grad = xp.multiply(grad, xp.greater(best, 0))
     half[...] = grad[spread]
     if finite:
-        if relu:
-            hit &= xp.greater(xr, 0)
         xp.multiply(half, hit, out=dr)
     else:
         # A NaN or infinity times a zero mark would leak into its window.

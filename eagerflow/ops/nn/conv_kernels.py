@@ -187,13 +187,22 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         if tuple(g.out_sp) == padded:
             dyg = dy.astype(ct, copy=False)
         else:
-            dyg = xp.zeros((n,) + padded + (o,), dtype=ct)
-            dyg[(slice(None),) + tuple(slice(0, s) for s in g.out_sp)] = dy
+            # Zeros past the outputs only (one slab per spatial axis), not a fill of the
+            # whole grid that the copy then overwrites.
+            dyg = xp.empty((n,) + padded + (o,), dtype=ct)
+            inner = tuple(slice(0, s) for s in g.out_sp)
+            dyg[(slice(None),) + inner] = dy
+            for i in range(nd):
+                dyg[(slice(None),) + inner[:i] + (slice(g.out_sp[i], None),)] = 0
         dyg = dyg.reshape(rows, o)
         wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
-        dx = xp.zeros((rows, c), dtype=ct)
+        dx = xp.empty((rows, c), dtype=ct)
         row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
-        for tap in itertools.product(*[range(k) for k in g.k]):
+        # The first tap has offset 0 and covers every row: its product is written, the
+        # others accumulate (no zero fill of dx).
+        taps = list(itertools.product(*[range(k) for k in g.k]))
+        xp.matmul(dyg, wk[taps[0]].T, out=dx)
+        for tap in taps[1:]:
             off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
             _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
         dxp = dx.reshape((n,) + padded + (c,))

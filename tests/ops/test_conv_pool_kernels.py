@@ -305,6 +305,38 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
         np.testing.assert_array_equal(out.view(np.uint8), per_tap.view(np.uint8))
 
 
+@pytest.mark.parametrize("shape,a", POOL_CASES + [((64, 26, 26, 32), pattrs(2, 2)),
+                                                  ((3, 7, 9, 5), pattrs(2, 2))])
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_max_pool_grad_with_output_is_max_pool_grad(monkeypatch, shape, a, bad, dtype):
+    # MaxPoolGradWithOutput(x, MaxPool(x), g) (the remapping pass's node, whose tiled form
+    # reads the maxima) gives MaxPoolGrad's bits, with ties, NaN inputs and non-finite
+    # gradients, on one thread and on several.
+    from eagerflow.backend import cpu_threads
+    from eagerflow.ops.nn.pool_ops import MAX_POOL_GRAD_WITH_OUTPUT
+
+    if dtype is not dtypes.float32 and np.prod(shape) > 1 << 16:
+        pytest.skip("the large shapes run in float32")
+    x = P._values(RNG, shape, dtype)
+    x = np.where(x < -0.25, x, np.maximum(x, 0)).astype(x.dtype)   # ties and negatives
+    g = uniform(_pool_out(shape, a), dtype)
+    if bad is not None and g.size:
+        g.reshape(-1)[::7] = bad
+        x.reshape(-1)[::11] = np.nan
+    xt, gt = ef.constant(x), ef.constant(g)
+    pooled = execute(P.MAX_POOL, (xt,), a)
+    expected = execute(P.MAX_POOL_GRAD, (xt, gt), a).numpy()
+    monkeypatch.setattr(PK, "POOL_MIN_ELEMENTS", 1)
+    try:
+        for n in (1, 2):
+            cpu_threads.set_threads(n)
+            got = execute(MAX_POOL_GRAD_WITH_OUTPUT, (xt, pooled, gt), a).numpy()
+            np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    finally:
+        cpu_threads.set_threads(0)
+
+
 def test_pool_gradients_in_function_equal_eager():
     x0 = ef.constant(P._values(RNG, (2, 8, 8, 3), dtypes.float32))
 
@@ -456,12 +488,19 @@ def test_pool_before_bias_relu_rewrite_equals_eager(xs, ws, fmt, ksize, stride, 
     grads = _grads_of(loss)
     traced = ef.function(grads)
     graph = passes.optimize(traced.get_concrete_function(*args).graph)
-    pools = [n for n in graph.nodes if n.op in ("MaxPool", "MaxPoolGrad")]
+    pools = [n for n in graph.nodes
+             if n.op in ("MaxPool", "MaxPoolGrad", "MaxPoolGradWithOutput")]
     assert [n.inputs[0][0].op for n in pools] == ["Conv", "Conv"]
+    # Windows that tile a channels-last input: the gradient reads the forward's maxima.
+    tiles = fmt[-1] == "C" and ksize == stride and padding == "VALID"
+    grad_op = "MaxPoolGradWithOutput" if tiles else "MaxPoolGrad"
+    assert pools[1].op == grad_op
+    if tiles:
+        assert pools[1].inputs[1][0] is pools[0]
     # Only the convolution and the pooling gradient are left at the convolution's size.
     full = pools[1].avals[0].shape
     assert {n.op for n in graph.nodes if n.avals and n.avals[0].shape == full} == \
-        {"Conv", "MaxPoolGrad"}
+        {"Conv", grad_op}
     forward = ef.function(lambda *a: loss(*a)[1])
     graph = passes.optimize(forward.get_concrete_function(*args).graph)
     assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"

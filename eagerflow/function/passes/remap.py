@@ -21,7 +21,10 @@
   ``c``; both are a maximum of the relu's output, so both are gradients of the
   function TF computes, and that choice is the only difference beyond the rounding of
   the bias sum. Without a bias, ``MaxPool(Relu(c))`` -> ``Relu(MaxPool(c))`` gives the
-  pair's bits in the gradient too.
+  pair's bits in the gradient too. Where the windows tile a channels-last input, the
+  gradient is ``MaxPoolGradWithOutput(c, MaxPool(c), ReluGrad(dp, p))``: the tiled
+  kernel reads the forward pass's window maxima instead of recomputing them (the same
+  bits as MaxPoolGrad).
 
 The rewrites apply when the values they retire have no other use, no node involved
 carries control inputs and all run on one device. It runs after the gradient is traced, so the

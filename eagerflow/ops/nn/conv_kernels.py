@@ -5,6 +5,10 @@ The kernel builds a strided *window view* ``[N, *out, *k, C]`` of the padded inp
 copy), lays it out as one matrix (im2col) and multiplies it by the filter in a single BLAS
 call, so the same code runs on numpy and cupy.
 
+In an optimized training step the optimizer's ``conv_columns`` pass builds that matrix once,
+as an ``Im2Col`` node, for a convolution and the filter gradient of the same input (see
+``function/passes/conv_columns.py``).
+
 The input gradient is the transposed convolution ``ConvBackpropInput`` (one GEMM, then a
 scatter-add of the columns per kernel tap) and the filter gradient is ``ConvBackpropFilter``
 (one GEMM over the same window view). Each of the three is linear in each input, so each

@@ -99,13 +99,18 @@ POOLS = [P._attrs(2, 2), P._attrs(2, 3, 2, "SAME"), P._attrs(2, 3, 1, "SAME", "N
 
 
 @pytest.mark.parametrize("attrs", POOLS)
-def test_pool_kernels_equal_on_any_thread_count(threads, splits, attrs):
+def test_pool_kernels_equal_on_any_thread_count(threads, splits, attrs, monkeypatch):
+    from eagerflow.ops.nn import pool_kernels
+
+    # These inputs are below the pooling kernels' own threshold for splitting.
+    monkeypatch.setattr(pool_kernels, "POOL_MIN_ELEMENTS", cpu_threads.MIN_ELEMENTS)
     shape = (6, 40, 40, 24) if attrs["data_format"] == "NHWC" else (6, 24, 40, 40)
     x = np.maximum(RNG.standard_normal(shape), 0).astype(np.float32)   # ties at zero
     y = execute(P.MAX_POOL, (ef.constant(x),), attrs).numpy()
     g = RNG.standard_normal(y.shape).astype(np.float32)
     calls = [(P.MAX_POOL, (x,), attrs), (P.AVG_POOL, (x,), attrs),
-             (P.MAX_POOL_GRAD, (x, g), attrs), (P.MAX_POOL_GRAD_GRAD, (x, x), attrs),
+             (P.MAX_POOL_GRAD, (x, g), attrs), (P.MAX_POOL_GRAD_WITH_OUTPUT, (x, y, g), attrs),
+             (P.MAX_POOL_GRAD_GRAD, (x, x), attrs),
              (P.AVG_POOL_GRAD, (g,), dict(attrs, input_shape=shape))]
     for prim, args, at in calls:
         outs = _run_all(lambda p=prim, xs=args, at=at: execute(

@@ -157,14 +157,15 @@ def test_unit_stride_input_gradient_is_the_scatter_form(xs, ws, a):
 
 
 @pytest.mark.parametrize("xs,ws,a,gemms", [
-    ((2, 6, 5, 8), (3, 3, 8, 4), attrs(2), 9),                      # unit strides, 8 channels
-    ((1, 4, 5, 3, 8), (2, 3, 2, 8, 3), attrs(3, padding="VALID"), 12),
+    ((2, 6, 5, 8), (3, 3, 8, 4), attrs(2), 8),                      # unit strides, 8 channels
+    ((1, 4, 5, 3, 8), (2, 3, 2, 8, 3), attrs(3, padding="VALID"), 11),
     ((2, 6, 5, 3), (3, 3, 3, 4), attrs(2), 0),                      # 3 channels: scatter
     ((2, 7, 7, 8), (3, 3, 8, 4), attrs(2, strides=2), 0),           # strided: scatter
 ])
 def test_input_gradient_path_through_dispatch(monkeypatch, xs, ws, a, gemms):
     # The kernels run through the registry (with eagerflow's numpy backend as xp): the
-    # accumulating GEMM must be the path taken there, not only when called with numpy.
+    # accumulating GEMM must be the path taken there, not only when called with numpy
+    # (one per kernel tap after the first, whose product is written straight into dx).
     calls = []
     real = cpu_blas.gemm_accumulate
 
@@ -284,6 +285,7 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
     args = (ef.constant(x), ef.constant(g))
     outs = []
     monkeypatch.setattr(PK, "TILED_CHANNELS_FIRST", True)
+    monkeypatch.setattr(PK, "POOL_MIN_ELEMENTS", 1)     # several threads split any size
     tiled_calls = []
     real = PK._tiled_max_pool_grad
     monkeypatch.setattr(PK, "_tiled_max_pool_grad",
@@ -301,6 +303,38 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
         cpu_threads.set_threads(0)
     for out in outs:
         np.testing.assert_array_equal(out.view(np.uint8), per_tap.view(np.uint8))
+
+
+@pytest.mark.parametrize("shape,a", POOL_CASES + [((64, 26, 26, 32), pattrs(2, 2)),
+                                                  ((3, 7, 9, 5), pattrs(2, 2))])
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_max_pool_grad_with_output_is_max_pool_grad(monkeypatch, shape, a, bad, dtype):
+    # MaxPoolGradWithOutput(x, MaxPool(x), g) (the remapping pass's node, whose tiled form
+    # reads the maxima) gives MaxPoolGrad's bits, with ties, NaN inputs and non-finite
+    # gradients, on one thread and on several.
+    from eagerflow.backend import cpu_threads
+    from eagerflow.ops.nn.pool_ops import MAX_POOL_GRAD_WITH_OUTPUT
+
+    if dtype is not dtypes.float32 and np.prod(shape) > 1 << 16:
+        pytest.skip("the large shapes run in float32")
+    x = P._values(RNG, shape, dtype)
+    x = np.where(x < -0.25, x, np.maximum(x, 0)).astype(x.dtype)   # ties and negatives
+    g = uniform(_pool_out(shape, a), dtype)
+    if bad is not None and g.size:
+        g.reshape(-1)[::7] = bad
+        x.reshape(-1)[::11] = np.nan
+    xt, gt = ef.constant(x), ef.constant(g)
+    pooled = execute(P.MAX_POOL, (xt,), a)
+    expected = execute(P.MAX_POOL_GRAD, (xt, gt), a).numpy()
+    monkeypatch.setattr(PK, "POOL_MIN_ELEMENTS", 1)
+    try:
+        for n in (1, 2):
+            cpu_threads.set_threads(n)
+            got = execute(MAX_POOL_GRAD_WITH_OUTPUT, (xt, pooled, gt), a).numpy()
+            np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    finally:
+        cpu_threads.set_threads(0)
 
 
 def test_pool_gradients_in_function_equal_eager():
@@ -339,6 +373,7 @@ def test_max_pool_grad_with_relu_is_the_pair_bit_for_bit(monkeypatch, shape, a, 
     if bad is None:
         close(ef.constant(pair), expected, dtype)
     monkeypatch.setattr(PK, "TILED_CHANNELS_FIRST", True)
+    monkeypatch.setattr(PK, "POOL_MIN_ELEMENTS", 1)     # several threads split any size
     tiles = PK._tiles
     for tiled in (True, False):
         monkeypatch.setattr(PK, "_tiles", tiles if tiled else lambda g, attrs: False)
@@ -453,12 +488,19 @@ def test_pool_before_bias_relu_rewrite_equals_eager(xs, ws, fmt, ksize, stride, 
     grads = _grads_of(loss)
     traced = ef.function(grads)
     graph = passes.optimize(traced.get_concrete_function(*args).graph)
-    pools = [n for n in graph.nodes if n.op in ("MaxPool", "MaxPoolGrad")]
+    pools = [n for n in graph.nodes
+             if n.op in ("MaxPool", "MaxPoolGrad", "MaxPoolGradWithOutput")]
     assert [n.inputs[0][0].op for n in pools] == ["Conv", "Conv"]
+    # Windows that tile a channels-last input: the gradient reads the forward's maxima.
+    tiles = fmt[-1] == "C" and ksize == stride and padding == "VALID"
+    grad_op = "MaxPoolGradWithOutput" if tiles else "MaxPoolGrad"
+    assert pools[1].op == grad_op
+    if tiles:
+        assert pools[1].inputs[1][0] is pools[0]
     # Only the convolution and the pooling gradient are left at the convolution's size.
     full = pools[1].avals[0].shape
     assert {n.op for n in graph.nodes if n.avals and n.avals[0].shape == full} == \
-        {"Conv", "MaxPoolGrad"}
+        {"Conv", grad_op}
     forward = ef.function(lambda *a: loss(*a)[1])
     graph = passes.optimize(forward.get_concrete_function(*args).graph)
     assert next(n for n in graph.nodes if n.op == "MaxPool").inputs[0][0].op == "Conv"

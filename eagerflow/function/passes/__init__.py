@@ -15,14 +15,15 @@
 * ``fused_matmul``: a MatMul with its bias add (and relu) as one FusedMatMul;
 * ``slice_grads``: the summed gradients of a tensor's pieces as one Pack;
 * ``layer_norm``: a layer norm's input gradient as one LayerNormGrad;
+* ``conv_columns``: a convolution and its filter gradient on one Im2Col column matrix;
 * ``assign_update``: ``v.assign_sub(u)`` of an elementwise ``u`` as ``v.assign(v - u)``, so
   that the subtraction joins ``u``'s fused region and writes into the variable's buffer;
 * ``fusion``: clusters of elementwise ops become one FusedElementwise node.
 
 The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
-times), then collectives, remap, fused_matmul, slice_grads, layer_norm, assign_update and fusion
-run once (all but collectives under the ``remapping`` option, the last two also under
-``elementwise_fusion``). Each is switched by
+times), then collectives, remap, fused_matmul, slice_grads, layer_norm, conv_columns,
+assign_update and fusion run once (all but collectives under the ``remapping`` option, the
+last two also under ``elementwise_fusion``). Each is switched by
 ``eagerflow.config.optimizer`` options (collectives only by ``disable_meta_optimizer``:
 merging never changes a value, and every rank must rewrite its graph the same way).
 
@@ -41,8 +42,8 @@ from eagerflow.function import builtins
 from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
-    algebraic, assign_update, collectives, constant_folding, cse, dce, fused_matmul,
-    fused_step, fusion, layer_norm, remap, slice_grads,
+    algebraic, assign_update, collectives, constant_folding, conv_columns, cse, dce,
+    fused_matmul, fused_step, fusion, layer_norm, remap, slice_grads,
 )
 from eagerflow.function.passes.common import copy_graph
 
@@ -105,6 +106,7 @@ def _optimize(graph, opts, done):
         fused_matmul.run(out)
         slice_grads.run(out)
         layer_norm.run(out)
+        conv_columns.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
         assign_update.run(out)
         fusion.run(out)

@@ -21,7 +21,10 @@
   ``c``; both are a maximum of the relu's output, so both are gradients of the
   function TF computes, and that choice is the only difference beyond the rounding of
   the bias sum. Without a bias, ``MaxPool(Relu(c))`` -> ``Relu(MaxPool(c))`` gives the
-  pair's bits in the gradient too.
+  pair's bits in the gradient too. Where the windows tile a channels-last input, the
+  gradient is ``MaxPoolGradWithOutput(c, MaxPool(c), ReluGrad(dp, p))``: the tiled
+  kernel reads the forward pass's window maxima instead of recomputing them (the same
+  bits as MaxPoolGrad).
 
 The rewrites apply when the values they retire have no other use, no node involved
 carries control inputs and all run on one device. It runs after the gradient is traced, so the
@@ -47,6 +50,7 @@ from eagerflow.function.passes.common import (
     Substitution, consumers, new_node, rebuild, resolved_device,
 )
 from eagerflow.ops import registry
+from eagerflow.ops.nn import pool_kernels
 from eagerflow.ops.nn.window_geometry import CHANNELS_FIRST
 
 __all__ = ["run"]
@@ -182,6 +186,19 @@ def _bias_add(ref, pool):
     return add, full[0], bias
 
 
+def _tiles_channels_last(pool):
+    """Whether a MaxPool node's windows tile its channels-last input (the max-pool
+    gradient's tiled form, ``pool_kernels._tiles``)."""
+    attrs = pool.attrs
+    shape = pool.inputs[0][0].avals[pool.inputs[0][1]].shape
+    if attrs["data_format"] in CHANNELS_FIRST or shape is None:
+        return False
+    try:
+        return pool_kernels._tiles(pool_kernels.geometry(tuple(shape), attrs), attrs)
+    except Exception:  # noqa: BLE001 - a geometry it cannot judge keeps MaxPoolGrad
+        return False
+
+
 def _pool_before_bias_relu(graph):
     """Pools before the bias add and the relu (see the module docstring)."""
     readers = _readers(graph)
@@ -195,7 +212,7 @@ def _pool_before_bias_relu(graph):
     if not matches:
         return False
     prims = {op: registry.get(op) for op in ("MaxPool", "AddV2", "Relu", "ReluGrad",
-                                             "MaxPoolGrad")}
+                                             "MaxPoolGrad", "MaxPoolGradWithOutput")}
     dropped, before = set(), {}
     sub = Substitution(graph)
 
@@ -217,8 +234,15 @@ def _pool_before_bias_relu(graph):
         spatial = _spatial_axes(pool)
         for grad, relu_grad in pairs.items():
             small_grad = make("ReluGrad", [grad.inputs[1], (out, 0)], {}, small, relu_grad)
-            full_grad = make("MaxPoolGrad", [conv_ref, (small_grad, 0)], grad.attrs,
-                             relu_grad.avals[0], grad)
+            if _tiles_channels_last(pool):
+                # The pooled convolution is in the graph: the gradient's tiled form reads
+                # its window maxima instead of recomputing them.
+                full_grad = make("MaxPoolGradWithOutput",
+                                 [conv_ref, (pooled, 0), (small_grad, 0)], grad.attrs,
+                                 relu_grad.avals[0], grad)
+            else:
+                full_grad = make("MaxPoolGrad", [conv_ref, (small_grad, 0)], grad.attrs,
+                                 relu_grad.avals[0], grad)
             before[grad] = [small_grad, full_grad]
             dropped.update((grad, relu_grad))
             sub.replace(relu_grad, 0, (full_grad, 0))

@@ -5,6 +5,10 @@ The kernel builds a strided *window view* ``[N, *out, *k, C]`` of the padded inp
 copy), lays it out as one matrix (im2col) and multiplies it by the filter in a single BLAS
 call, so the same code runs on numpy and cupy.
 
+In an optimized training step the optimizer's ``conv_columns`` pass builds that matrix once,
+as an ``Im2Col`` node, for a convolution and the filter gradient of the same input (see
+``function/passes/conv_columns.py``).
+
 The input gradient is the transposed convolution ``ConvBackpropInput`` (one GEMM, then a
 scatter-add of the columns per kernel tap) and the filter gradient is ``ConvBackpropFilter``
 (one GEMM over the same window view). Each of the three is linear in each input, so each
@@ -85,6 +89,14 @@ def _columns(xp, win, ct, threads=True):
     return cols
 
 
+def _column_matrix(xp, win, ct):
+    """The im2col matrix ``[N * prod(out), prod(k) * C]`` of the window view ``win``
+    ``[N, *out, *k, C]`` (copied once by ``_columns``): rows in output order, columns in
+    (tap, channel) order."""
+    nd = (win.ndim - 2) // 2
+    return _columns(xp, win, ct).reshape(_prod(win.shape[:1 + nd]), _prod(win.shape[1 + nd:]))
+
+
 # The filter gradient of a column matrix narrower than NARROW_COLUMNS (K*C of a first
 # layer: 9 for one channel and a 3x3 window, 27 for three) runs over blocks of about
 # ROW_BLOCK rows (whole examples), one block after the other on one BLAS thread.
@@ -119,7 +131,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
     if groups == 1:
-        cols = _columns(xp, win, ct).reshape(m, kp * cg)
+        cols = _column_matrix(xp, win, ct)
         wm = w.reshape(kp * cg, o).astype(ct, copy=False)
         if channels_first:
             # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
@@ -187,13 +199,22 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
         if tuple(g.out_sp) == padded:
             dyg = dy.astype(ct, copy=False)
         else:
-            dyg = xp.zeros((n,) + padded + (o,), dtype=ct)
-            dyg[(slice(None),) + tuple(slice(0, s) for s in g.out_sp)] = dy
+            # Zeros past the outputs only (one slab per spatial axis), not a fill of the
+            # whole grid that the copy then overwrites.
+            dyg = xp.empty((n,) + padded + (o,), dtype=ct)
+            inner = tuple(slice(0, s) for s in g.out_sp)
+            dyg[(slice(None),) + inner] = dy
+            for i in range(nd):
+                dyg[(slice(None),) + inner[:i] + (slice(g.out_sp[i], None),)] = 0
         dyg = dyg.reshape(rows, o)
         wk = w.reshape(g.k + (c, o)).astype(ct, copy=False)
-        dx = xp.zeros((rows, c), dtype=ct)
+        dx = xp.empty((rows, c), dtype=ct)
         row_steps = [_prod(padded[i + 1:]) for i in range(nd)]
-        for tap in itertools.product(*[range(k) for k in g.k]):
+        # The first tap has offset 0 and covers every row: its product is written, the
+        # others accumulate (no zero fill of dx).
+        taps = list(itertools.product(*[range(k) for k in g.k]))
+        xp.matmul(dyg, wk[taps[0]].T, out=dx)
+        for tap in taps[1:]:
             off = sum(t * d * step for t, d, step in zip(tap, dilations, row_steps))
             _gemm_accumulate(xp, dx[off:], dyg[:rows - off], wk[tap].T)
         dxp = dx.reshape((n,) + padded + (c,))
@@ -254,7 +275,7 @@ def _conv_backprop_filter(xp, x, dy, g, strides, dilations):
         kc, p, n = kp * cg, _prod(g.out_sp), x.shape[0]
         dym = dy.reshape(m, o).astype(ct, copy=False)
         if not cpu_threads.is_numpy(xp) or kc >= NARROW_COLUMNS or m < 2 * ROW_BLOCK:
-            dw = xp.matmul(_columns(xp, win, ct).reshape(m, kc).T, dym)
+            dw = xp.matmul(_column_matrix(xp, win, ct).T, dym)
         else:
             # Blocks of examples: each copies its columns and multiplies them while they
             # are in cache; the blocks' products are summed in order. One BLAS thread:
@@ -678,3 +699,96 @@ CONV, CONV_BACKPROP_INPUT, CONV_BACKPROP_FILTER = _declare(
 DEPTHWISE_CONV, DEPTHWISE_BACKPROP_INPUT, DEPTHWISE_BACKPROP_FILTER = _declare(
     ("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
      "DepthwiseConv2dNativeBackpropFilter"), True, _DEPTHWISE_CASES)
+
+
+# --------------------------------------------------------------------------------------------
+# Im2Col: the column matrix as a graph value. The optimizer's ``conv_columns`` pass writes
+# it where a convolution and its filter gradient read the same input, so that both
+# multiply one column matrix (see ``function/passes/conv_columns.py``).
+# --------------------------------------------------------------------------------------------
+
+def _im2col_geometry(x_shape, ksize, strides, dilations, padding, data_format):
+    if data_format in CHANNELS_FIRST:
+        raise _err("Im2Col takes channels-last inputs, got data_format %s." % data_format)
+    if len(x_shape) != len(strides) + 2:
+        raise _err("Im2Col: the input must be of rank %d, got shape %s."
+                   % (len(strides) + 2, list(x_shape)))
+    return conv_geometry(x_shape, tuple(ksize) + (x_shape[-1], 1), strides, dilations,
+                         padding, data_format, False)
+
+
+def _im2col_kernel(xp):
+    def kernel(x, *, ksize, strides, dilations, padding, data_format):
+        g = _im2col_geometry(x.shape, ksize, strides, dilations, padding, data_format)
+        win = windows(xp, pad_spatial(xp, x, g.pads), g.out_sp, g.k, strides, dilations)
+        return _column_matrix(xp, win, x.dtype)
+    return kernel
+
+
+def _im2col_shape(x, *, ksize, strides, dilations, padding, data_format):
+    name = IM2COL_NAME
+    g = _traced(name, lambda: _im2col_geometry(_known(x, name), ksize, strides, dilations,
+                                               padding, data_format))
+    sp = (g.n,) + tuple(g.out_sp)
+    m = None if None in sp else _prod(sp)
+    kc = None if g.c is None else _prod(g.k) * g.c
+    return AbstractValue((m, kc), x.dtype)
+
+
+def _im2col_vjp(g, x, out, *, ksize, strides, dilations, padding, data_format):
+    # Im2Col(x) is the convolution of x with the identity filter [*k, C, K*C] (each output
+    # channel picks one (tap, channel) of the window), so its gradient is that filter's
+    # transposed convolution.
+    from eagerflow.ops.array.reshape_ops import RESHAPE
+
+    xs = _static_shape(x)
+    geo = _im2col_geometry(xs, ksize, strides, dilations, padding, data_format)
+    kc = _prod(geo.k) * xs[-1]
+    eye = np.eye(kc, dtype=x.dtype.np_dtype).reshape(tuple(geo.k) + (xs[-1], kc))
+    dy = execute(RESHAPE, (g,), {"shape": (-1,) + tuple(geo.out_sp) + (kc,)})
+    return execute(CONV_BACKPROP_INPUT, (dy, eye), {
+        "strides": strides, "dilations": dilations, "padding": padding,
+        "data_format": data_format, "input_shape": xs})
+
+
+def _ref_im2col(x, *, ksize, strides, dilations, padding, data_format):
+    x = np.asarray(x)
+    g = _im2col_geometry(x.shape, ksize, strides, dilations, padding, data_format)
+    xl = np.pad(x, ((0, 0),) + g.pads + ((0, 0),))
+    out = np.zeros((g.n,) + g.out_sp + g.k + (g.c,), x.dtype)
+    for pos, index in _positions(g, strides, dilations):
+        out[(slice(None),) + pos] = xl[(slice(None),) + index]
+    return out.reshape(g.n * _prod(g.out_sp), _prod(g.k) * g.c)
+
+
+_IM2COL_CASES = [
+    ((2, 5, 5, 3), (3, 3), _attrs(2)),
+    ((1, 7, 6, 2), (3, 2), _attrs(2, strides=2, padding="VALID")),
+    ((1, 7, 7, 1), (3, 3), _attrs(2, dilations=2, padding=((1, 0), (2, 1)))),
+    ((2, 9, 3), (3,), _attrs(1, strides=2)),
+    ((1, 4, 4, 3, 2), (2, 2, 2), _attrs(3, strides=(1, 2, 1))),
+    ((0, 5, 5, 3), (3, 3), _attrs(2)),
+]
+
+
+def _im2col_samples(rng, dtype):
+    return [((_uniform(rng, xs, dtype),), dict(a, ksize=k)) for xs, k, a in _IM2COL_CASES]
+
+
+def _im2col_bad(rng):
+    f = np.float64
+    err = errors.InvalidArgumentError
+    a = dict(_attrs(2), ksize=(3, 3))
+    return [((np.zeros((1, 3, 5, 5), f),), dict(a, data_format="NCHW"), err),
+            ((np.zeros((5, 5, 3), f),), a, err),
+            ((np.zeros((1, 2, 2, 3), f),), dict(a, padding="VALID"), err)]
+
+
+IM2COL_NAME = "Im2Col"
+IM2COL = registry.primitive(
+    IM2COL_NAME, _im2col_kernel, dtypes=FLOAT, family="nn", shape_fn=_im2col_shape,
+    vjp=_im2col_vjp, saves=(0,), reference=_ref_im2col, samples=_im2col_samples,
+    bad_samples=_im2col_bad, sweep_dtypes=_SWEEP,
+    doc="The im2col matrix [N * prod(out), prod(ksize) * C] of a channels-last input "
+        "(rows in output order, columns in (tap, channel) order); written by the "
+        "optimizer, no public function makes it.")

@@ -141,9 +141,19 @@ def _pool_max(xp, xpad, g, attrs, out=None):
     return out
 
 
+# The pooling kernels split over the cores from this many input elements. Their blocks
+# are a dozen or more numpy calls each, and two threads of such calls hand the GIL back
+# and forth: on an idle 2-core machine (wall time, 31 interleaved rounds, cache flushed)
+# two threads took 1.5-1.9x one thread's time for [64, 11, 11, 64] and [16, 26, 26, 32],
+# about 1.0x for [64, 26, 26, 32] (1.4M elements), 0.60x (max pool) and 0.77x (its
+# gradient) for [64, 52, 52, 32] (5.5M).
+POOL_MIN_ELEMENTS = 1 << 21
+
+
 def _by_batch(xp, n, elements, block):
-    """Runs ``block(lo, hi)`` over the batch: on numpy, blocks of it on every core."""
-    cpu_threads.run_blocks(block, n, elements, xp=xp)
+    """Runs ``block(lo, hi)`` over the batch: on numpy, blocks of it on every core from
+    POOL_MIN_ELEMENTS elements."""
+    cpu_threads.run_blocks(block, n, elements, min_elements=POOL_MIN_ELEMENTS, xp=xp)
 
 
 def _first_max_masks(xp, xpad, g, attrs):
@@ -223,7 +233,7 @@ def _tiled_max(xp, xr, g):
     return best
 
 
-def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
+def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False, best=None):
     """MaxPoolGrad for windows that tile the input (see ``_tiles``), into ``out``.
 
     With the taps on axes of their own, the window maxima spread over the innermost tap
@@ -240,7 +250,8 @@ def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
     """
     lead, nd = g.lead, len(g.k)
     xr = _split_windows(x, g)
-    best = _tiled_max(xp, xr, g)
+    if best is None:
+        best = _tiled_max(xp, xr, g)
     spread = (slice(None),) * lead + (slice(None), None) * nd
     # [..., o_0, 1, ..., o_last, k_last, ...]: spread over the innermost tap axis only.
     shape = list(xr.shape)
@@ -262,10 +273,14 @@ def _tiled_max_pool_grad(xp, x, grad, g, finite, out, relu=False):
             xp.logical_or(taken, h, out=taken)
     dr = _split_windows(out, g)
     half = half.astype(grad.dtype, copy=False)
+    if finite and relu:
+        # A marked element equals its window's maximum, so ReluGrad's factor x > 0 is
+        # best > 0 there: it multiplies the pooled gradient (a quarter of the input for
+        # 2x2 windows) instead of the marks. Unmarked elements are a zero of the
+        # gradient's sign either way, so the bits are the full-size factor's.
+        grad = xp.multiply(grad, xp.greater(best, 0))
     half[...] = grad[spread]
     if finite:
-        if relu:
-            hit &= xp.greater(xr, 0)
         xp.multiply(half, hit, out=dr)
     else:
         # A NaN or infinity times a zero mark would leak into its window.
@@ -326,46 +341,63 @@ def max_pool_grad_kernel(xp):
     def kernel(x, grad, relu=False, **attrs):
         # ``relu``: times (x > 0), ReluGrad's factor (set by the remapping pass when the
         # pooled input is a relu's output).
-        g = geometry(x.shape, attrs)
-        _check_grad(grad.shape, g)
-        if g.empty or x.size == 0:
-            return xp.zeros(x.shape, dtype=grad.dtype)
-        finite = _all_finite(xp, grad)
-        # numpy only: the form relies on reshapes of cropped views being views.
-        if (g.lead == 1 or TILED_CHANNELS_FIRST) and cpu_threads.is_numpy(xp) and \
-                _tiles(g, attrs):
-            covered = all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
-            dx = (xp.empty if covered else xp.zeros)(x.shape, dtype=grad.dtype)
-
-            # A few examples at a time, so the passes over the spread copies and the
-            # marks read the cache (cold cache, one thread: 0.91x of whole blocks).
-            step = max(1, TILED_BLOCK_ELEMENTS * x.shape[0] // x.size)
-
-            def tiled(lo, hi):
-                for k in range(lo, hi, step):
-                    e = min(k + step, hi)
-                    _tiled_max_pool_grad(xp, x[k:e], grad[k:e], g, finite, dx[k:e], relu)
-
-            _by_batch(xp, x.shape[0], x.size, tiled)
-            return dx
-        xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
-        disjoint = _disjoint(g, attrs)
-        # Overlapping windows add up in float32 for the half types.
-        dt = grad.dtype if disjoint else _compute_dtype(xp, grad)
-        src = grad.astype(dt, copy=False)
-        dxp = xp.zeros(g.padded_shape, dtype=dt)
-
-        def block(lo, hi):
-            gb, db = src[lo:hi], dxp[lo:hi]
-            tmp = None if disjoint or not finite else xp.empty(gb.shape, dtype=dt)
-            for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
-                _route(xp, db[index], gb, hit, disjoint, finite, tmp)
-
-        _by_batch(xp, x.shape[0], x.size, block)
-        dxp = crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
-        dx = dxp.astype(grad.dtype, copy=False)
-        return xp.multiply(dx, xp.greater(x, 0)) if relu else dx
+        return _max_pool_grad(xp, x, grad, None, relu, attrs)
     return kernel
+
+
+def max_pool_grad_with_output_kernel(xp):
+    def kernel(x, pooled, grad, **attrs):
+        # ``pooled``: MaxPool(x), the forward pass's output (the window maxima).
+        g = geometry(x.shape, attrs)
+        if tuple(pooled.shape) != tuple(g.out_shape):
+            raise _err("the pooled input has shape %s but max pooling of the input gives "
+                       "%s." % (list(pooled.shape), list(g.out_shape)))
+        return _max_pool_grad(xp, x, grad, pooled, False, attrs)
+    return kernel
+
+
+def _max_pool_grad(xp, x, grad, pooled, relu, attrs):
+    """MaxPoolGrad; ``pooled`` (MaxPool(x), or None) spares the tiled form its maxima."""
+    g = geometry(x.shape, attrs)
+    _check_grad(grad.shape, g)
+    if g.empty or x.size == 0:
+        return xp.zeros(x.shape, dtype=grad.dtype)
+    finite = _all_finite(xp, grad)
+    # numpy only: the form relies on reshapes of cropped views being views.
+    if (g.lead == 1 or TILED_CHANNELS_FIRST) and cpu_threads.is_numpy(xp) and \
+            _tiles(g, attrs):
+        covered = all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
+        dx = (xp.empty if covered else xp.zeros)(x.shape, dtype=grad.dtype)
+
+        # A few examples at a time, so the passes over the spread copies and the
+        # marks read the cache (cold cache, one thread: 0.91x of whole blocks).
+        step = max(1, TILED_BLOCK_ELEMENTS * x.shape[0] // x.size)
+
+        def tiled(lo, hi):
+            for k in range(lo, hi, step):
+                e = min(k + step, hi)
+                _tiled_max_pool_grad(xp, x[k:e], grad[k:e], g, finite, dx[k:e], relu,
+                                     None if pooled is None else pooled[k:e])
+
+        _by_batch(xp, x.shape[0], x.size, tiled)
+        return dx
+    xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
+    disjoint = _disjoint(g, attrs)
+    # Overlapping windows add up in float32 for the half types.
+    dt = grad.dtype if disjoint else _compute_dtype(xp, grad)
+    src = grad.astype(dt, copy=False)
+    dxp = xp.zeros(g.padded_shape, dtype=dt)
+
+    def block(lo, hi):
+        gb, db = src[lo:hi], dxp[lo:hi]
+        tmp = None if disjoint or not finite else xp.empty(gb.shape, dtype=dt)
+        for index, hit in _first_max_masks(xp, xpad[lo:hi], g, attrs):
+            _route(xp, db[index], gb, hit, disjoint, finite, tmp)
+
+    _by_batch(xp, x.shape[0], x.size, block)
+    dxp = crop_spatial(xp, dxp, g.pads, g.in_sp, g.lead)
+    dx = dxp.astype(grad.dtype, copy=False)
+    return xp.multiply(dx, xp.greater(x, 0)) if relu else dx
 
 
 def max_pool_grad_grad_kernel(xp):

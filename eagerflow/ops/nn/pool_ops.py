@@ -39,7 +39,7 @@ from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.nn.pool_kernels import (
     avg_pool_grad_kernel, avg_pool_kernel, geometry, max_pool_grad_grad_kernel,
-    max_pool_grad_kernel, max_pool_kernel,
+    max_pool_grad_kernel, max_pool_grad_with_output_kernel, max_pool_kernel,
 )
 from eagerflow.ops.nn.window_geometry import (
     FORMATS, normalize_format, normalize_ints, normalize_padding, spatial_rank,
@@ -303,6 +303,33 @@ MAX_POOL_GRAD = registry.primitive(
     shape_fn=_input_shape_fn("MaxPoolGrad"), vjp=_max_pool_grad_vjp, saves=(0,),
     reference=_ref_max_pool_grad, samples=_grad_samples("max_grad"),
     bad_samples=_bad_samples("max_grad"), sweep_dtypes=_SWEEP)
+def _with_output_samples(rng, dtype):
+    out = []
+    for (x, grad), attrs in _grad_samples("max_grad")(rng, dtype):
+        out.append(((x, _ref_pool("max")(x, **attrs), grad), attrs))
+    return out
+
+
+def _with_output_bad(rng):
+    err = errors.InvalidArgumentError
+    a = _attrs(2, 2)
+    x = np.zeros((1, 4, 4, 3))
+    return [((x, np.zeros((1, 3, 3, 3)), np.zeros((1, 2, 2, 3))), a, err),
+            ((x, np.zeros((1, 2, 2, 3)), np.zeros((1, 3, 3, 3))), a, err),
+            ((np.zeros((4, 4, 3)), np.zeros((2, 2, 3)), np.zeros((2, 2, 3))), a, err)]
+
+
+# MaxPoolGrad given the forward pass's output: the optimizer's remapping pass writes it
+# where MaxPool(x) is in the graph, so that the gradient's tiled form does not recompute
+# the window maxima. ``pooled`` must be MaxPool(x); no public function makes it, and it
+# has no gradient rule (it appears only in optimized graphs, after differentiation: the
+# maxima are not free to move apart from x, so finite differences could not check one).
+MAX_POOL_GRAD_WITH_OUTPUT = registry.primitive(
+    "MaxPoolGradWithOutput", max_pool_grad_with_output_kernel, dtypes=FLOAT, family="nn",
+    shape_fn=lambda x, pooled, grad, **attrs: _input_shape_fn("MaxPoolGradWithOutput")(
+        x, grad, **attrs),
+    reference=lambda x, pooled, grad, **attrs: _ref_max_pool_grad(x, grad, **attrs),
+    samples=_with_output_samples, bad_samples=_with_output_bad, sweep_dtypes=_SWEEP)
 MAX_POOL_GRAD_GRAD = registry.primitive(
     "MaxPoolGradGrad", max_pool_grad_grad_kernel, dtypes=FLOAT, family="nn",
     shape_fn=_pooled_shape_fn("MaxPoolGradGrad"), vjp=_max_pool_grad_grad_vjp, saves=(0,),

@@ -15,7 +15,9 @@ building (the executor's optimizer passes) holds the same lock.
 
 from __future__ import annotations
 
+import copy
 import threading
+import weakref
 
 from eagerflow import errors, nest
 from eagerflow.framework import context
@@ -52,6 +54,12 @@ class ConcreteFunction:
         self._gradient_pair = None
         self._build_lock = threading.RLock()  # see the module docstring
         self.name = function_name or graph.name
+        # The traced function's variable arguments (see ``_bound_to``), and for a trace
+        # bound to other variables, the trace it was made from and the substitution.
+        self._arg_variables = ()
+        self._origin = None
+        self._substitution = None
+        self._bound = {}
 
     # -- inspection -------------------------------------------------------------------------
     @property
@@ -99,6 +107,66 @@ class ConcreteFunction:
                     self._executor = make_executor(passes.optimize(self.graph))
                 executor = self._executor
         return executor
+
+    # -- variable arguments -----------------------------------------------------------------
+    def _bound_to(self, variables):
+        """This trace with its variable arguments replaced by ``variables`` (same specs).
+
+        As TF, a function traced for a variable argument serves every variable of the same
+        spec without tracing again (its Python runs once). The graphs here name variables
+        by their position in ``graph.variables``; the bound function is a copy of this one
+        whose graphs (sub-graphs included) list the call's variables instead, compiled on
+        its first call. Bound copies are looked up per tuple of variable ids; each is owned
+        by the variables it was made for (a reference cycle through the variable), so it
+        lives exactly as long as they do and the cache here holds it weakly.
+        """
+        if len(variables) == len(self._arg_variables) and all(
+                a is b for a, b in zip(variables, self._arg_variables)):
+            return self
+        ids = tuple(map(id, variables))
+        found = self._bound.get(ids)
+        bound = found() if found is not None else None
+        if bound is not None and all(a is b for a, b in zip(variables, bound._arg_variables)):
+            return bound
+        with self._build_lock:
+            # Only the forward nodes: a gradient being built appends to the graph for a while.
+            substitution = {}
+            for old, new in zip(self._arg_variables, variables):
+                if old is not new:
+                    substitution[id(old)] = new
+            graph = rebind_graph(self.graph, substitution, self._forward_count)
+            bound = ConcreteFunction(graph, self.structured_outputs, self._flat_output_map,
+                                     self._input_specs, self._arg_names,
+                                     forward_node_count=self._forward_count,
+                                     function_name=self.name)
+            bound._arg_variables = tuple(variables)
+            bound._origin = self
+            bound._substitution = substitution
+            if len(self._bound) >= 64:  # forget the entries of variables that are gone
+                self._bound = {k: r for k, r in self._bound.items() if r() is not None}
+            self._bound[ids] = weakref.ref(bound)
+        for new in substitution.values():
+            owned = new.__dict__.setdefault("_bound_functions", [])
+            owned[:] = [b for b in owned if b._origin is not self or
+                        not all(a is c for a, c in zip(b._arg_variables, variables))]
+            owned.append(bound)
+        return bound
+
+    def _gradient(self):
+        """The forward/backward pair (built on first use)."""
+        pair = self._gradient_pair
+        if pair is None:
+            from eagerflow.function import gradient_split
+
+            if self._origin is not None:
+                # The original trace's gradient, its graphs bound to this call's variables.
+                pair = gradient_split.rebind(self._origin._gradient(), self._substitution)
+            with self._build_lock:
+                if self._gradient_pair is None:
+                    self._gradient_pair = pair if pair is not None else \
+                        gradient_split.build(self)
+                pair = self._gradient_pair
+        return pair
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -232,7 +300,6 @@ class ConcreteFunction:
         return replay.replay(self.graph, flat_tensors, nodes)
 
     def _call_recorded(self, flat_tensors, nested):
-        from eagerflow.function import gradient_split
         from eagerflow.tape import _append_entry, _assign_id
         from eagerflow.tape_entry import Entry as _Entry
         from eagerflow.tape_entry import is_float as _is_float
@@ -242,12 +309,7 @@ class ConcreteFunction:
             if result is not None:
                 return result
 
-        pair = self._gradient_pair
-        if pair is None:
-            with self._build_lock:
-                if self._gradient_pair is None:
-                    self._gradient_pair = gradient_split.build(self)
-                pair = self._gradient_pair
+        pair = self._gradient()
         arrays = pair.forward.run([t._value for t in flat_tensors], self._capture_values())
         n_out = len(self.graph.outputs)
         outputs = self._wrap(arrays[:n_out], flat_tensors, pair.forward)
@@ -339,6 +401,29 @@ def aval_shape_ok(expected, shape):
         return True
     return len(expected) == len(shape) and all(
         e is None or e == d for e, d in zip(expected, shape))
+
+
+def rebind_graph(graph, substitution, node_count=None, _done=None):
+    """A copy of ``graph`` whose variables (and its library's) are substituted.
+
+    Nodes name variables by position in their graph's ``variables``, so the copy shares the
+    nodes and only its lists differ: ``substitution`` maps ``id(old variable)`` to the new
+    one. ``node_count`` keeps only the first nodes (a graph whose gradient is being built).
+    """
+    done = {} if _done is None else _done
+    out = done.get(id(graph))
+    if out is not None:
+        return out
+    out = done[id(graph)] = copy.copy(graph)
+    out.nodes = list(graph.nodes[:node_count] if node_count is not None else graph.nodes)
+    out.inputs = list(graph.inputs)
+    out.outputs = list(graph.outputs)
+    out.captures = list(graph.captures)
+    out.variables = [substitution.get(id(v), v) for v in graph.variables]
+    out._variable_index = {id(v): i for i, v in enumerate(out.variables)}
+    out.library = {name: rebind_graph(sub, substitution, None, done)
+                   if isinstance(sub, Graph) else sub for name, sub in graph.library.items()}
+    return out
 
 
 def empty_graph(name):

@@ -87,6 +87,9 @@ class Function:
         # Calls with only positional eager tensors / simple Python values skip binding and
         # nested keys: (dtype, shape) per argument -> concrete function.
         self._fast = {}
+        # Set when a variable argument is also reachable from the function's closure,
+        # globals or instance: its reads cannot be told apart, so variables key by identity.
+        self._variables_by_identity = False
         self._n_params = len(self._param_names)
         self._simple_params = all(
             p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -189,6 +192,8 @@ class Function:
             key, flat = sig.signature_key(self._input_signature, arguments, self._param_names)
         else:
             key, flat = sig.make_key(arguments)
+            if self._variables_by_identity:
+                key = sig.identity_key(key)
         concrete = self._exact.get(key)
         if concrete is None:
             with self._lock:
@@ -198,6 +203,8 @@ class Function:
             with self._lock:  # an eviction empties _fast under this lock
                 if self._exact.get(key) is concrete:
                     self._fast[fast_key] = concrete
+        if concrete._arg_variables:  # the trace, bound to this call's variables
+            concrete = concrete._bound_to(sig.key_variables(key))
         return concrete, flat
 
     def _lookup_or_trace(self, arguments, key):
@@ -217,6 +224,8 @@ class Function:
                     trace_key = relaxed
                     break
         concrete = self._trace(arguments, key, trace_key)
+        if self._variables_by_identity:
+            key = sig.identity_key(key)
         self._remember(key, concrete)
         return concrete
 
@@ -271,6 +280,12 @@ class Function:
             concrete = self._trace_with_status(traced, arguments, trace_key, False)
         self._trace_count += 1
         concrete._last_used = _tick()
+        if concrete._arg_variables and not self._variables_by_identity and \
+                _reachable_elsewhere(self._python_function, concrete._arg_variables):
+            self._variables_by_identity = True
+        if self._variables_by_identity:
+            concrete._arg_variables = ()
+            trace_key = sig.identity_key(trace_key)
         self._concretes.append((trace_key, concrete))
         self._evict()
         return concrete
@@ -298,15 +313,82 @@ class Function:
             args = self._input_signature
         arguments = self._bind(args, kwargs)
         key = _spec_key(arguments)
+        if self._variables_by_identity:
+            key = sig.identity_key(key)
         with self._lock:
             for known, candidate in self._concretes:
                 if known == key:
                     candidate._last_used = _tick()
-                    return candidate
-            return self._trace(arguments, key, key)
+                    break
+            else:
+                candidate = self._trace(arguments, key, key)
+        if candidate._arg_variables:
+            candidate = candidate._bound_to(sig.key_variables(key))
+        return candidate
 
     def __repr__(self):
         return "<eagerflow.Function %s>" % self._name
+
+
+def _reachable_elsewhere(python_function, variables):
+    """Whether one of ``variables`` (a trace's variable arguments) is also reachable from the
+    function's closure, the globals its code names, its defaults or its instance's
+    attributes (two levels deep).
+
+    A read of such a variable in the graph may come from that path rather than from the
+    argument, so the trace must not be rebound to other variables. A heuristic: it finds
+    the usual ways (``self.v``, a module-level or enclosing variable, a layer's weights).
+    """
+    wanted = {id(v) for v in variables}
+    roots = []
+    f = python_function
+    while True:
+        if inspect.ismethod(f):
+            roots.append(f.__self__)
+            f = f.__func__
+        elif isinstance(f, functools.partial):
+            roots.extend(f.args)
+            roots.extend(f.keywords.values())
+            f = f.func
+        else:
+            f = getattr(f, "__wrapped__", None) or f
+            break
+    code = getattr(f, "__code__", None)
+    if code is not None:
+        for cell in f.__closure__ or ():
+            try:
+                roots.append(cell.cell_contents)
+            except ValueError:  # a cell not yet assigned
+                pass
+        names, stack = set(), [code]
+        while stack:
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if inspect.iscode(k))
+        g = getattr(f, "__globals__", {})
+        roots.extend(g[n] for n in names if n in g)
+        roots.extend(f.__defaults__ or ())
+    seen = set()
+
+    def visit(obj, depth):
+        if id(obj) in wanted:
+            return True
+        if depth > 2 or id(obj) in seen or isinstance(obj, (type, str, bytes, int, float)) \
+                or inspect.ismodule(obj) or inspect.isroutine(obj):
+            return False
+        seen.add(id(obj))
+        state = getattr(obj, "_state_var", None)
+        if state is not None and id(state) in wanted:
+            return True
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            children = obj
+        elif isinstance(obj, dict):
+            children = obj.values()
+        else:
+            children = getattr(obj, "__dict__", {}).values()
+        return any(visit(c, depth + 1) for c in list(children)[:1000])
+
+    return any(visit(r, 0) for r in roots)
 
 
 def _cache_size():
@@ -358,7 +440,9 @@ def _spec_key(arguments):
         return [(path, sig._leaf_key(path, leaf, flat))]
 
     items, _ = sig.composite_items(arguments, leaf_items)
-    return tuple(p for p, _ in items), tuple(k for _, k in items)
+    leaves = tuple(k for _, k in items)
+    sig.number_aliases(leaves)
+    return tuple(p for p, _ in items), leaves
 
 
 _RETURNED_AS_TENSORS = (bool, int, float, complex, np.ndarray, np.generic)
@@ -412,6 +496,8 @@ def trace_function(python_function, arguments, key, name, allow_variables=True):
     concrete = ConcreteFunction(graph, result, output_map, specs, list(arguments), tape=tape,
                                 function_name=name)
     concrete._tracer = tracer
+    concrete._arg_variables = tuple(
+        v for v in (sig.bindable_variable(value) for _, value in flat) if v is not None)
     concrete._input_ids = [p._tid for p in placeholders]
     concrete._output_ids = [_output_tid(graph, n, i, result) for n, i in graph.outputs]
     return concrete

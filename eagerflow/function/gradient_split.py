@@ -24,11 +24,26 @@ __all__ = ["build", "GradientPair"]
 class GradientPair:
     """Forward and backward executors of one concrete function."""
 
-    def __init__(self, forward, backward, variables, float_outputs):
+    def __init__(self, forward, backward, variables, float_outputs, graphs=None):
         self.forward = forward
         self.backward = backward
         self.variables = variables
         self.float_outputs = float_outputs
+        self.graphs = graphs  # the forward and backward graphs before optimization
+
+
+def rebind(pair, substitution):
+    """``pair`` with its graphs' variables substituted (see ``ConcreteFunction._bound_to``):
+    the same backward pass, nothing traced again, compiled for the new variables."""
+    from eagerflow.function.concrete import rebind_graph
+    from eagerflow.function.multi_device import make_executor
+    from eagerflow.function.passes import optimize
+
+    fwd, bwd = (rebind_graph(g, substitution) for g in pair.graphs)
+    return GradientPair(make_executor(optimize(fwd)),
+                        _BackwardRunner(make_executor(optimize(bwd)), pair.backward.grad_slots),
+                        [substitution.get(id(v), v) for v in pair.variables],
+                        pair.float_outputs, (fwd, bwd))
 
 
 def build(concrete):
@@ -118,7 +133,7 @@ def build(concrete):
     # Placed and partitioned like any graph (several devices -> Send/Recv both ways).
     return GradientPair(make_executor(optimize(fwd)),
                         _BackwardRunner(make_executor(optimize(bwd)), grad_slots),
-                        variables, float_outputs)
+                        variables, float_outputs, (fwd, bwd))
 
 
 class _BackwardRunner:

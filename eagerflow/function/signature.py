@@ -1,12 +1,19 @@
 """Cache keys for traced functions, and the words that say why a function retraced.
 
 A call's key is the structure of its arguments with each tensor replaced by its spec
-(dtype and shape, possibly generalized), each variable by its identity and each other Python
-value by itself (it must be hashable). Comparing a new key with earlier ones names the
-argument that changed and how.
+(dtype and shape, possibly generalized), each plain variable by its spec (dtype, shape,
+device, trainability, and which other variable arguments it is the same object as), each
+Generator by its algorithm and its state variable's spec, each other variable-like object
+(distributed, sharded) by its identity and each other Python value by itself (it must be
+hashable). Comparing a new key with earlier ones names the argument that changed and how.
+
+As TF, a plain variable keyed by its spec traces once for every variable of that spec: a
+call with other variables runs the trace bound to them (``ConcreteFunction._bound_to``).
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -126,6 +133,9 @@ def composite_items(arguments, leaf_items):
 
 
 class VariableKey:
+    """The key of a variable-like argument keyed by identity (distributed, sharded and
+    other variables a trace cannot be rebound to)."""
+
     __slots__ = ("ref", "_id")
 
     def __init__(self, variable):
@@ -142,11 +152,109 @@ class VariableKey:
         return "variable %s" % getattr(self.ref, "name", "?")
 
 
+class VariableSpecKey:
+    """The key of a plain Variable (or a Generator, through its state variable) argument.
+
+    Equal for any variable of the same dtype, shape, device and trainability, and of the
+    same place in the call's aliasing (``alias``: the number of the first variable argument
+    that is the same object, so ``f(v, v)`` and ``f(v, w)`` trace apart: their graphs read
+    one variable or two). ``kind`` is ``"variable"`` or ``("Generator", algorithm)``. The
+    call's variable is held weakly: keys are kept in the lookup tables.
+    """
+
+    __slots__ = ("_ref", "name", "kind", "dtype", "shape", "device", "trainable", "alias",
+                 "_hash")
+
+    def __init__(self, variable, kind):
+        self._ref = weakref.ref(variable)
+        self.name = variable.name
+        self.kind = kind
+        self.dtype = variable.dtype
+        shape = variable.shape
+        self.shape = tuple(shape.dims) if shape.rank is not None else None
+        self.device = variable.device
+        self.trainable = variable.trainable
+        self.alias = 0
+        self._hash = None
+
+    @property
+    def variable(self):
+        return self._ref()
+
+    def _fields(self):
+        return (self.kind, self.dtype.name, self.shape, self.device, self.trainable,
+                self.alias)
+
+    def __eq__(self, other):
+        return (other.__class__ is VariableSpecKey and self.dtype is other.dtype
+                and self._fields() == other._fields())
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self._fields())
+        return h
+
+    def __repr__(self):
+        what = "variable" if self.kind == "variable" else "Generator(alg=%s)" % self.kind[1]
+        return "%s %s%s" % (what, self.dtype.name, list(self.shape)
+                            if self.shape is not None else "[?]")
+
+
+_bindable_classes = None
+
+
+def bindable_variable(value):
+    """The variable a trace may be rebound through for argument ``value``: a plain Variable
+    itself, a Generator's state variable; None for anything else (keyed by identity)."""
+    global _bindable_classes
+    if _bindable_classes is None:
+        from eagerflow.ops.random.random_generator import Generator
+        from eagerflow.variables import Variable
+
+        _bindable_classes = (Variable, Generator)
+    cls = value.__class__
+    if cls is _bindable_classes[0]:
+        return value
+    if cls is _bindable_classes[1]:
+        return value._state_var
+    return None
+
+
+def key_variables(key):
+    """The variables of a call's key, in argument order (what a trace is bound to)."""
+    return [k.variable for k in key[1] if k.__class__ is VariableSpecKey]
+
+
+def identity_key(key):
+    """``key`` with each variable keyed by its identity (see ``Function`` on variables
+    reachable from a function's closure)."""
+    structure, leaves = key
+    if not any(k.__class__ is VariableSpecKey for k in leaves):
+        return key
+    return structure, tuple(VariableKey(k.variable) if k.__class__ is VariableSpecKey else k
+                            for k in leaves)
+
+
+def number_aliases(leaves):
+    """Sets each VariableSpecKey's ``alias``: the number of its variable among the distinct
+    variables of the call, in order of first appearance."""
+    seen = {}
+    for k in leaves:
+        if k.__class__ is VariableSpecKey:
+            k.alias = seen.setdefault(id(k.variable), len(seen))
+            k._hash = None
+
+
 def _leaf_key(path, value, flat_tensors):
     if isinstance(value, Tensor):
         flat_tensors.append(value)
         return TensorKey(value.dtype, tuple(value._value.shape) if value._value.shape
                          is not None else None)
+    variable = bindable_variable(value)
+    if variable is not None:
+        return VariableSpecKey(variable, "variable" if variable is value
+                               else (type(value).__name__, value.algorithm))
     if getattr(value, "_is_variable", False):
         return VariableKey(value)
     if isinstance(value, np.ndarray):
@@ -194,7 +302,9 @@ def make_key(arguments):
     items, flat_tensors = composite_items(
         arguments, lambda path, leaf, flat: [(path, _leaf_key(path, leaf, flat))])
     structure = tuple(path for path, _ in items)
-    return (structure, tuple(k for _, k in items)), flat_tensors
+    leaves = tuple(k for _, k in items)
+    number_aliases(leaves)
+    return (structure, leaves), flat_tensors
 
 
 def _path_text(path):
@@ -239,9 +349,31 @@ def describe_difference(old_key, new_key):
                            "traces again; pass a tensor to avoid this)" % (where, old[2], new[2]))
         elif isinstance(old, VariableKey) and isinstance(new, VariableKey):
             reasons.append("%s is a different variable (%s)" % (where, new.ref.name))
+        elif isinstance(old, VariableSpecKey) and isinstance(new, VariableSpecKey):
+            reasons.append("%s %s (%s)" % (where, _variable_change(old, new), new.name))
         else:
             reasons.append("%s changed kind (%r -> %r)" % (where, old, new))
     return "; ".join(reasons) if reasons else "the arguments differ"
+
+
+def _variable_change(old, new):
+    """What differs between two VariableSpecKeys, in words."""
+    if old.kind != new.kind:
+        return "is a variable-holding argument of another kind (%r -> %r)" % (old.kind, new.kind)
+    if old.dtype is not new.dtype:
+        return "is a variable of another dtype (%s -> %s)" % (old.dtype.name, new.dtype.name)
+    if old.shape != new.shape:
+        return "is a variable of another shape (%s -> %s)" % (
+            list(old.shape) if old.shape is not None else "?",
+            list(new.shape) if new.shape is not None else "?")
+    if old.device != new.device:
+        return "is a variable on another device (%s -> %s)" % (old.device, new.device)
+    if old.trainable != new.trainable:
+        return "is a variable of another trainability (trainable %s -> %s)" % (
+            old.trainable, new.trainable)
+    if new.alias < old.alias:
+        return "is now the same variable object as an earlier argument (it was not)"
+    return "is now a different variable object from an earlier argument (it was the same)"
 
 
 def relax(old_key, new_key):

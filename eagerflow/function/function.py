@@ -332,19 +332,19 @@ class Function:
 
 def _reachable_elsewhere(python_function, variables):
     """Whether one of ``variables`` (a trace's variable arguments) is also reachable from the
-    function's closure, the globals its code names, its defaults or its instance's
-    attributes (two levels deep).
+    function's closure, the globals its code names, its defaults or the attributes of its
+    instance that its code names (two levels deep from each).
 
     A read of such a variable in the graph may come from that path rather than from the
     argument, so the trace must not be rebound to other variables. A heuristic: it finds
     the usual ways (``self.v``, a module-level or enclosing variable, a layer's weights).
     """
     wanted = {id(v) for v in variables}
-    roots = []
+    roots, instances = [], []
     f = python_function
     while True:
         if inspect.ismethod(f):
-            roots.append(f.__self__)
+            instances.append(f.__self__)
             f = f.__func__
         elif isinstance(f, functools.partial):
             roots.extend(f.args)
@@ -354,13 +354,14 @@ def _reachable_elsewhere(python_function, variables):
             f = getattr(f, "__wrapped__", None) or f
             break
     code = getattr(f, "__code__", None)
+    names = set()
     if code is not None:
         for cell in f.__closure__ or ():
             try:
                 roots.append(cell.cell_contents)
             except ValueError:  # a cell not yet assigned
                 pass
-        names, stack = set(), [code]
+        stack = [code]
         while stack:
             c = stack.pop()
             names.update(c.co_names)
@@ -368,6 +369,11 @@ def _reachable_elsewhere(python_function, variables):
         g = getattr(f, "__globals__", {})
         roots.extend(g[n] for n in names if n in g)
         roots.extend(f.__defaults__ or ())
+    for instance in instances:
+        # Of the instance, only the attributes the code names (``self.v``): a variable
+        # argument that is another attribute (``m.f(m.a)``) is read through the argument.
+        attributes = getattr(instance, "__dict__", {})
+        roots.extend(attributes[n] for n in names if n in attributes)
     seen = set()
 
     def visit(obj, depth):

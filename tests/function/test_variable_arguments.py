@@ -205,6 +205,21 @@ def test_variable_also_reached_from_the_closure_is_not_rebound():
     assert float(m.f(w2)) == 15.0
 
 
+def test_a_method_given_attributes_it_does_not_name_traces_once():
+    class M(ef.Module):
+        def __init__(self):
+            self.a, self.b = ef.Variable(1.0), ef.Variable(2.0)
+
+        @ef.function
+        def scaled(self, v, x):
+            return v * x
+
+    m = M()
+    assert float(m.scaled(m.a, ef.constant(3.0))) == 3.0
+    assert float(m.scaled(m.b, ef.constant(3.0))) == 6.0
+    assert m.scaled.experimental_get_tracing_count() == 1
+
+
 def test_variables_created_inside_stay_with_the_trace():
     class Counter(ef.Module):
         def __init__(self):

@@ -364,3 +364,31 @@ def p_lists_of_traced_tensors_are_packed(tf):
 
     a, b = f(tf.constant(1.5))
     return {"a": a, "b": b}
+
+
+def p_variable_arguments_trace_once_per_spec(tf):
+    traces = []
+    v1, v2 = tf.Variable(1.0), tf.Variable(2.0)
+
+    @tf.function
+    def h(v):
+        traces.append(1)
+        return v * 2
+
+    @tf.function
+    def step(v, x):
+        v.assign_add(x)
+        return v.read_value()
+
+    a, b = h(v1), h(v2)
+    with tf.GradientTape() as tape:
+        y = h(v2) * v2
+    step(v1, tf.constant(1.0))
+    step(v2, tf.constant(10.0))
+    once = h.experimental_get_tracing_count()
+    h(tf.Variable([1.0, 2.0]))
+    h(tf.Variable(1.0, dtype=tf.float64))
+    return {"a": a, "b": b, "traces": len(traces), "count": once,
+            "count_after_other_specs": h.experimental_get_tracing_count(),
+            "grad": tape.gradient(y, v2), "v1": v1, "v2": v2,
+            "step_count": step.experimental_get_tracing_count()}

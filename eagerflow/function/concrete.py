@@ -145,11 +145,11 @@ class ConcreteFunction:
             if len(self._bound) >= 64:  # forget the entries of variables that are gone
                 self._bound = {k: r for k, r in self._bound.items() if r() is not None}
             self._bound[ids] = weakref.ref(bound)
-        for new in substitution.values():
-            owned = new.__dict__.setdefault("_bound_functions", [])
-            owned[:] = [b for b in owned if b._origin is not self or
-                        not all(a is c for a, c in zip(b._arg_variables, variables))]
-            owned.append(bound)
+            for new in substitution.values():
+                owned = new.__dict__.setdefault("_bound_functions", [])
+                owned[:] = [b for b in owned if b._origin is not self or
+                            not all(a is c for a, c in zip(b._arg_variables, variables))]
+                owned.append(bound)
         return bound
 
     def _gradient(self):

@@ -162,24 +162,28 @@ class VariableSpecKey:
     call's variable is held weakly: keys are kept in the lookup tables.
     """
 
-    __slots__ = ("_ref", "name", "kind", "dtype", "shape", "device", "trainable", "alias",
-                 "_hash")
+    __slots__ = ("_ref", "kind", "dtype", "shape", "device", "trainable", "alias", "_hash")
 
     def __init__(self, variable, kind):
+        # Read from the (exact) Variable's own fields: every call with a variable makes one.
         self._ref = weakref.ref(variable)
-        self.name = variable.name
         self.kind = kind
         self.dtype = variable.dtype
-        shape = variable.shape
-        self.shape = tuple(shape.dims) if shape.rank is not None else None
-        self.device = variable.device
-        self.trainable = variable.trainable
+        dims = variable._shape._dims
+        self.shape = None if dims is None else tuple(dims)
+        self.device = variable._device.name
+        self.trainable = variable._trainable
         self.alias = 0
         self._hash = None
 
     @property
     def variable(self):
         return self._ref()
+
+    @property
+    def name(self):
+        variable = self._ref()
+        return "?" if variable is None else variable.name
 
     def _fields(self):
         return (self.kind, self.dtype.name, self.shape, self.device, self.trainable,

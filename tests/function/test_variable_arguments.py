@@ -284,3 +284,50 @@ def test_two_generators_of_one_algorithm_trace_once():
     np.testing.assert_array_equal(g1.state.numpy(), e1.state.numpy())
     np.testing.assert_array_equal(g2.state.numpy(), e2.state.numpy())
     assert draw.experimental_get_tracing_count() == 1
+
+
+def test_threads_calling_with_their_own_variables():
+    import threading
+
+    @ef.function
+    def h(v, x):
+        v.assign_add(x)
+        return v.read_value()
+
+    h(ef.Variable(0.0), ef.constant(1.0))
+    variables = [ef.Variable(float(100 * k)) for k in range(4)]
+    errors = []
+
+    def work(v, k):
+        try:
+            for i in range(50):
+                assert float(h(v, ef.constant(1.0))) == 100 * k + i + 1
+        except AssertionError as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(v, k)) for k, v in enumerate(variables)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert [float(v) for v in variables] == [100.0 * k + 50 for k in range(4)]
+    assert h.experimental_get_tracing_count() == 1
+
+
+def test_other_variable_classes_keep_the_identity_key():
+    # Distributed, sharded and parameter-server variables subclass Variable (or only act
+    # like one): a trace is not rebound to them.
+    class Special(ef.Variable):
+        pass
+
+    m1, m2 = Special(1.0), Special(2.0)
+
+    @ef.function
+    def h(v):
+        return v * 2.0
+
+    assert float(h(m1)) == 2.0
+    assert float(h(m2)) == 4.0
+    assert h.experimental_get_tracing_count() == 2
+    assert "different variable" in h.experimental_retrace_reasons()[0]

@@ -333,7 +333,8 @@ class Function:
 def _reachable_elsewhere(python_function, variables):
     """Whether one of ``variables`` (a trace's variable arguments) is also reachable from the
     function's closure, the globals its code names, its defaults or the attributes of its
-    instance that its code names (two levels deep from each).
+    instance that its code names (up to six levels deep: a layer's weights in a model's
+    list of layers).
 
     A read of such a variable in the graph may come from that path rather than from the
     argument, so the trace must not be rebound to other variables. A heuristic: it finds
@@ -379,22 +380,29 @@ def _reachable_elsewhere(python_function, variables):
     def visit(obj, depth):
         if id(obj) in wanted:
             return True
-        if depth > 2 or id(obj) in seen or isinstance(obj, (type, str, bytes, int, float)) \
+        if depth > 5 or id(obj) in seen or isinstance(obj, (type, str, bytes, int, float)) \
                 or inspect.ismodule(obj) or inspect.isroutine(obj):
             return False
+        if len(seen) > 20000:
+            raise _Unknown  # too much to look through: assume it is reachable
         seen.add(id(obj))
-        state = getattr(obj, "_state_var", None)
-        if state is not None and id(state) in wanted:
-            return True
         if isinstance(obj, (list, tuple, set, frozenset)):
             children = obj
         elif isinstance(obj, dict):
             children = obj.values()
         else:
-            children = getattr(obj, "__dict__", {}).values()
-        return any(visit(c, depth + 1) for c in list(children)[:1000])
+            children = getattr(obj, "__dict__", None)
+            children = children.values() if isinstance(children, dict) else ()
+        return any(visit(c, depth + 1) for c in list(children))
 
-    return any(visit(r, 0) for r in roots)
+    try:
+        return any(visit(r, 0) for r in roots)
+    except (_Unknown, RecursionError):
+        return True
+
+
+class _Unknown(Exception):
+    pass
 
 
 def _cache_size():

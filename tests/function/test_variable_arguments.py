@@ -331,3 +331,28 @@ def test_other_variable_classes_keep_the_identity_key():
     assert float(h(m2)) == 4.0
     assert h.experimental_get_tracing_count() == 2
     assert "different variable" in h.experimental_retrace_reasons()[0]
+
+
+def test_a_weight_inside_the_instance_is_not_rebound():
+    class Layer(ef.Module):
+        def __init__(self):
+            self.w = ef.Variable(2.0)
+
+        def __call__(self, x):
+            return x * self.w
+
+    class Net(ef.Module):
+        def __init__(self):
+            self.layers = [Layer(), Layer()]
+
+        @ef.function
+        def f(self, v, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x + v
+
+    net = Net()
+    other = ef.Variable(100.0)
+    x = ef.constant(1.0)
+    assert float(net.f(net.layers[1].w, x)) == 6.0
+    assert float(net.f(other, x)) == 104.0

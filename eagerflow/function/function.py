@@ -544,7 +544,10 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
 
     The Python body runs once per new input signature (a trace); later calls with matching
     arguments run the traced graph. Tensor arguments key the cache by dtype and shape,
-    Python values by value (they must be hashable).
+    Python values by value (they must be hashable), variables by dtype, shape, device and
+    trainability (as TF: ``f(v1); f(v2)`` traces once and the graph runs on each call's
+    variable) and Generators by algorithm and state. A variable argument the function can
+    also reach otherwise (``self.v``, a global or enclosing variable) keys by identity.
 
     With ``autograph=True`` (the default, as TF) the function's Python ``if``/``while``/
     ``for``/``break``/``continue``/``return`` and ``and``/``or``/``not`` on tensors become

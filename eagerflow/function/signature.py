@@ -221,7 +221,8 @@ def bindable_variable(value):
     if cls is _bindable_classes[0]:
         return value
     if cls is _bindable_classes[1]:
-        return value._state_var
+        state = value._state_var  # a distributed generator's state keeps the identity key
+        return state if state.__class__ is _bindable_classes[0] else None
     return None
 
 

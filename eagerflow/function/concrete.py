@@ -120,14 +120,20 @@ class ConcreteFunction:
         by the variables it was made for (a reference cycle through the variable), so it
         lives exactly as long as they do and the cache here holds it weakly.
         """
-        if len(variables) == len(self._arg_variables) and all(
-                a is b for a, b in zip(variables, self._arg_variables)):
-            return self
+        for a, b in zip(variables, self._arg_variables):
+            if a is not b:
+                break
+        else:
+            return self  # the traced variables (the keys matched, so the counts do)
         ids = tuple(map(id, variables))
         found = self._bound.get(ids)
         bound = found() if found is not None else None
-        if bound is not None and all(a is b for a, b in zip(variables, bound._arg_variables)):
-            return bound
+        if bound is not None:
+            for a, b in zip(variables, bound._arg_variables):
+                if a is not b:
+                    break
+            else:
+                return bound
         with self._build_lock:
             # Only the forward nodes: a gradient being built appends to the graph for a while.
             substitution = {}

@@ -230,6 +230,7 @@ class Function:
         return concrete
 
     def _remember(self, key, concrete):
+        key = sig.weak_key(key)
         exact = self._exact
         if len(exact) >= 8 * _cache_size():  # only a lookup table over _concretes
             exact.clear()
@@ -286,7 +287,7 @@ class Function:
         if self._variables_by_identity:
             concrete._arg_variables = ()
             trace_key = sig.identity_key(trace_key)
-        self._concretes.append((trace_key, concrete))
+        self._concretes.append((sig.weak_key(trace_key), concrete))
         self._evict()
         return concrete
 

@@ -158,51 +158,78 @@ class VariableSpecKey:
     Equal for any variable of the same dtype, shape, device and trainability, and of the
     same place in the call's aliasing (``alias``: the number of the first variable argument
     that is the same object, so ``f(v, v)`` and ``f(v, w)`` trace apart: their graphs read
-    one variable or two). ``kind`` is ``"variable"`` or ``("Generator", algorithm)``. The
-    call's variable is held weakly: keys are kept in the lookup tables.
+    one variable or two). ``kind`` is ``"variable"`` or ``("Generator", algorithm)``. A
+    call's key holds its variable; a key kept in a lookup table holds it weakly
+    (:func:`weak_key`), so the tables keep no variable alive.
     """
 
-    __slots__ = ("_ref", "kind", "dtype", "shape", "device", "trainable", "alias", "_hash")
+    __slots__ = ("variable", "_ref", "kind", "spec", "alias", "_hash")
 
     def __init__(self, variable, kind):
-        # Read from the (exact) Variable's own fields: every call with a variable makes one.
-        self._ref = weakref.ref(variable)
+        self.variable = variable
+        self._ref = None
         self.kind = kind
-        self.dtype = variable.dtype
-        dims = variable._shape._dims
-        self.shape = None if dims is None else tuple(dims)
-        self.device = variable._device.name
-        self.trainable = variable._trainable
+        self.spec = _variable_spec(variable)
         self.alias = 0
         self._hash = None
 
-    @property
-    def variable(self):
-        return self._ref()
+    dtype = property(lambda self: self.spec[0][0])
+    shape = property(lambda self: self.spec[0][1])
+    device = property(lambda self: self.spec[0][2])
+    trainable = property(lambda self: self.spec[0][3])
+
+    def weak(self):
+        """This key holding its variable weakly."""
+        out = object.__new__(VariableSpecKey)
+        out.variable = None
+        out._ref = self._ref or weakref.ref(self.variable)
+        out.kind, out.spec, out.alias, out._hash = self.kind, self.spec, self.alias, self._hash
+        return out
 
     @property
     def name(self):
-        variable = self._ref()
+        variable = self.variable if self._ref is None else self._ref()
         return "?" if variable is None else variable.name
 
-    def _fields(self):
-        return (self.kind, self.dtype.name, self.shape, self.device, self.trainable,
-                self.alias)
-
     def __eq__(self, other):
-        return (other.__class__ is VariableSpecKey and self.dtype is other.dtype
-                and self._fields() == other._fields())
+        # Specs compare as tuples: the same variable's spec is the same object.
+        return (other.__class__ is VariableSpecKey and self.alias == other.alias
+                and (self.spec is other.spec or self.spec[0] == other.spec[0])
+                and self.kind == other.kind)
 
     def __hash__(self):
         h = self._hash
         if h is None:
-            h = self._hash = hash(self._fields())
+            h = self._hash = hash((self.spec[1], self.kind, self.alias))
         return h
 
     def __repr__(self):
         what = "variable" if self.kind == "variable" else "Generator(alg=%s)" % self.kind[1]
         return "%s %s%s" % (what, self.dtype.name, list(self.shape)
                             if self.shape is not None else "[?]")
+
+
+def _variable_spec(variable):
+    """``((dtype, shape, device, trainable), hash)`` of a plain Variable, made once and kept
+    on it (none of them changes after creation): every call with a variable reads it."""
+    fields = variable.__dict__
+    spec = fields.get("_function_key_spec")
+    if spec is None:
+        dims = variable._shape._dims
+        values = (variable.dtype, None if dims is None else tuple(dims),
+                  variable._device.name, variable._trainable)
+        spec = fields["_function_key_spec"] = (values, hash((values[0].name,) + values[1:]))
+    return spec
+
+
+def weak_key(key):
+    """``key`` as kept in a lookup table: its variables held weakly."""
+    structure, leaves = key
+    for k in leaves:
+        if k.__class__ is VariableSpecKey and k.variable is not None:
+            return structure, tuple(k.weak() if k.__class__ is VariableSpecKey else k
+                                    for k in leaves)
+    return key
 
 
 _bindable_classes = None
@@ -228,7 +255,7 @@ def bindable_variable(value):
 
 def key_variables(key):
     """The variables of a call's key, in argument order (what a trace is bound to)."""
-    return [k.variable for k in key[1] if k.__class__ is VariableSpecKey]
+    return [k.variable for k in key[1] if k.__class__ is VariableSpecKey]  # a call's key
 
 
 def identity_key(key):
@@ -244,9 +271,12 @@ def identity_key(key):
 def number_aliases(leaves):
     """Sets each VariableSpecKey's ``alias``: the number of its variable among the distinct
     variables of the call, in order of first appearance."""
-    seen = {}
+    seen = None
     for k in leaves:
         if k.__class__ is VariableSpecKey:
+            if seen is None:  # the first variable: alias 0, as made
+                seen = {id(k.variable): 0}
+                continue
             k.alias = seen.setdefault(id(k.variable), len(seen))
             k._hash = None
 
@@ -403,7 +433,7 @@ def relax(old_key, new_key):
         elif old != new:
             return None
         else:
-            leaves.append(old)
+            leaves.append(new)  # equal; the call's own holds its variable (a table's may not)
     return (old_structure, tuple(leaves))
 
 

@@ -49,6 +49,7 @@ from eagerflow.tensor_shape import TensorShape, TensorSpec
 __all__ = ["function", "Function"]
 
 _log = logging.getLogger("eagerflow.function")
+_VariableSpecKey = sig.VariableSpecKey
 _state = context.state
 # TF warns once a function has traced this many times; the log line names the argument.
 RETRACE_WARNING_THRESHOLD = 5
@@ -203,8 +204,15 @@ class Function:
             with self._lock:  # an eviction empties _fast under this lock
                 if self._exact.get(key) is concrete:
                     self._fast[fast_key] = concrete
-        if concrete._arg_variables:  # the trace, bound to this call's variables
-            concrete = concrete._bound_to(sig.key_variables(key))
+        traced = concrete._arg_variables
+        if traced:  # the call's variables are the traced ones, or the trace is bound to them
+            k = 0
+            for leaf in key[1]:
+                if leaf.__class__ is _VariableSpecKey:
+                    if leaf.variable is not traced[k]:
+                        concrete = concrete._bound_to(sig.key_variables(key))
+                        break
+                    k += 1
         return concrete, flat
 
     def _lookup_or_trace(self, arguments, key):

@@ -172,15 +172,6 @@ class ShardedSlot(values_lib.DistributedVariableMixin, variables_lib.Variable):
         getattr(self._primary, method)(value, read_value=False)
         return self if read_value else None
 
-    def assign(self, value, use_locking=None, name=None, read_value=True):
-        return self._update("assign", value, read_value)
-
-    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update("assign_add", delta, read_value)
-
-    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update("assign_sub", delta, read_value)
-
     def __repr__(self):
         return "<ShardedSlot '%s' shape=%s rows=%s>" % (self._name, self._shape, self._rows)
 

@@ -95,9 +95,19 @@ def _local_index():
 
 
 class DistributedVariableMixin:
-    """The parts MirroredVariable and SyncOnReadVariable share: components, reading."""
+    """The parts the distributed variables share: components, reading, and the three
+    assignments, each routed through the class's ``_update(method, value, read_value)``."""
 
     _is_distributed_variable = True
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        return self._update("assign", value, read_value)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        return self._update("assign_add", delta, read_value)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        return self._update("assign_sub", delta, read_value)
 
     def _setup(self, strategy, components, aggregation):
         primary = components[0]
@@ -228,15 +238,6 @@ class MirroredVariable(DistributedVariableMixin, Variable):
             getattr(self._component(), method)(value, read_value=False)
         return self if read_value else None
 
-    def assign(self, value, use_locking=None, name=None, read_value=True):
-        return self._update("assign", value, read_value)
-
-    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update("assign_add", delta, read_value)
-
-    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update("assign_sub", delta, read_value)
-
     def _scatter(self, sparse_delta, mode, op):
         replica = strategy_context.current_replica_context()
         if replica is not None and not strategy_context.in_local_updates() and \
@@ -310,15 +311,6 @@ class SyncOnReadVariable(DistributedVariableMixin, Variable):
         for c in self._components:
             getattr(c, method)(value, read_value=False)
         return self if read_value else None
-
-    def assign(self, value, use_locking=None, name=None, read_value=True):
-        return self._update("assign", value, read_value)
-
-    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update("assign_add", delta, read_value)
-
-    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
-        return self._update("assign_sub", delta, read_value)
 
     def __repr__(self):
         body = ",\n".join("  %d: %r" % (i, c) for i, c in enumerate(self._components))

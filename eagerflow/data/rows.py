@@ -135,13 +135,28 @@ class PlainBlocks(_Blocks):
         self._done = bool(reader.int("done"))
 
 
-class _TakeBlocks(_Blocks):
+class _CountedBlocks(_Blocks):
+    """A block stream that passes a count of positions through its input (Take, Skip):
+    the count still to go is its saved state."""
+
     __slots__ = ("_remaining",)
-    _op = "Take"
 
     def __init__(self, blocks, count):
         self._input = blocks
         self._remaining = count
+
+    def save(self, writer):
+        writer.int("remaining", self._remaining)
+        self._save_input(writer)
+
+    def restore(self, reader):
+        self._remaining = reader.count("remaining", self._remaining)
+        self._restore_input(reader)
+
+
+class _TakeBlocks(_CountedBlocks):
+    __slots__ = ()
+    _op = "Take"
 
     def __next__(self):
         if self._remaining <= 0 or self._input is None:
@@ -154,27 +169,15 @@ class _TakeBlocks(_Blocks):
         self._remaining -= n
         return block
 
-    def save(self, writer):
-        writer.int("remaining", self._remaining)
-        self._save_input(writer)
-
-    def restore(self, reader):
-        self._remaining = reader.count("remaining", self._remaining)
-        self._restore_input(reader)
-
 
 def take_blocks(blocks, count):
     """The first ``count`` positions of a stream of blocks."""
     return _TakeBlocks(blocks, count)
 
 
-class _SkipBlocks(_Blocks):
-    __slots__ = ("_remaining",)
+class _SkipBlocks(_CountedBlocks):
+    __slots__ = ()
     _op = "Skip"
-
-    def __init__(self, blocks, count):
-        self._input = blocks
-        self._remaining = count
 
     def __next__(self):
         while True:
@@ -188,14 +191,6 @@ class _SkipBlocks(_Blocks):
             _, block = _split(block, self._remaining)
             self._remaining = 0
             return block
-
-    def save(self, writer):
-        writer.int("remaining", self._remaining)
-        self._save_input(writer)
-
-    def restore(self, reader):
-        self._remaining = reader.count("remaining", self._remaining)
-        self._restore_input(reader)
 
 
 def skip_blocks(blocks, count):

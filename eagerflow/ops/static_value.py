@@ -311,9 +311,10 @@ def runtime_attr(array):
         tuple(int(v) for v in array)
 
 
-def bind_dynamic(values, attrs):
-    """A node's kernel arguments: its inputs less the dynamic attrs' values, and its attrs
-    with those values in place (as ``runtime_attr`` reads them). Other nodes pass through."""
+def _rebind_dynamic(values, attrs, bind):
+    """``(inputs, attrs)`` with the dynamic attrs' trailing inputs taken off and each of
+    those attrs set to ``bind(value, known)`` (``known``: what the attr holds at trace time).
+    A node without dynamic attrs passes through."""
     names = attrs.get(DYNAMIC_ATTRS)
     if names is None:
         return values, attrs
@@ -321,8 +322,14 @@ def bind_dynamic(values, attrs):
     out = dict(attrs)
     del out[DYNAMIC_ATTRS]
     for name, value in zip(names, values[len(values) - k:]):
-        out[name] = runtime_attr(_host(value))
+        out[name] = bind(value, out[name])
     return values[:len(values) - k], out
+
+
+def bind_dynamic(values, attrs):
+    """A node's kernel arguments: its inputs less the dynamic attrs' values, and its attrs
+    with those values in place (as ``runtime_attr`` reads them). Other nodes pass through."""
+    return _rebind_dynamic(values, attrs, lambda value, known: runtime_attr(_host(value)))
 
 
 def symbolic_attrs(values, attrs):
@@ -330,16 +337,8 @@ def symbolic_attrs(values, attrs):
     a loop body for its gradient): its inputs less the dynamic attrs' tensors, and its attrs
     with those tensors back in ``DynamicShape``/``DynamicScalar``, which the tracer splits
     off again."""
-    names = attrs.get(DYNAMIC_ATTRS)
-    if names is None:
-        return values, attrs
-    k = len(names)
-    out = dict(attrs)
-    del out[DYNAMIC_ATTRS]
-    for name, tensor in zip(names, values[len(values) - k:]):
-        known = out[name]
-        out[name] = DynamicScalar(tensor) if known is None else DynamicShape(known, tensor)
-    return values[:len(values) - k], out
+    return _rebind_dynamic(values, attrs, lambda tensor, known: DynamicScalar(tensor)
+                           if known is None else DynamicShape(known, tensor))
 
 
 def rule_attrs(attrs):

@@ -188,6 +188,19 @@ def consumers(graph):
     return uses
 
 
+def readers(graph):
+    """``{node: [consumer, ...]}``; graph outputs and control edges count as None."""
+    readers = {}
+    for node in graph.nodes:
+        for src, _ in node.inputs:
+            readers.setdefault(src, []).append(node)
+        for src in node.control_inputs:
+            readers.setdefault(src, []).append(None)
+    for src, _ in graph.outputs:
+        readers.setdefault(src, []).append(None)
+    return readers
+
+
 def hashable(value):
     """A hashable, type-exact canonical form of an attr value, or raises TypeError."""
     if isinstance(value, (str, bytes, bool, int, type(None))):

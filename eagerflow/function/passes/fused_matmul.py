@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.function.passes.common import (
-    consumers, new_node, rebuild, resolved_device,
+    consumers, new_node, readers, rebuild, resolved_device,
 )
 from eagerflow.ops.linalg.fused_matmul_ops import FUSED_MATMUL
 
@@ -36,10 +36,7 @@ def run(graph):
     """Applies the rewrite; returns True if the graph changed."""
     uses = consumers(graph)
     outputs = {n for n, _ in graph.outputs}
-    single_user = {}
-    for node in graph.nodes:
-        for src, _ in node.inputs:
-            single_user[src] = node
+    reads = readers(graph)
     plans = {}          # the node the fused one replaces -> (matmul, bias ref, relu?)
     dropped = set()
     for node in graph.nodes:
@@ -48,8 +45,8 @@ def run(graph):
             continue
         matmul, bias = found
         last = node
-        user = single_user.get(node)
-        if user is not None and user.op == "Relu" and uses.get(node, 0) == 1 and \
+        user = reads[node][0] if uses.get(node, 0) == 1 else None
+        if user is not None and user.op == "Relu" and \
                 node not in outputs and not user.control_inputs and \
                 resolved_device(user) == resolved_device(node) and \
                 user.avals[0] == node.avals[0]:

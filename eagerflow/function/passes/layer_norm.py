@@ -54,10 +54,6 @@ def run(graph):
     """Applies the rewrite; returns True if the graph changed."""
     uses = consumers(graph)
     outputs = {n for n, _ in graph.outputs}
-    users = {}
-    for node in graph.nodes:
-        for src, _ in node.inputs:
-            users.setdefault(src, []).append(node)
     norms = {}        # r node -> (c node, square node)
     for node in graph.nodes:
         found = _normalize(node)

@@ -47,7 +47,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.function.passes.common import (
-    Substitution, consumers, new_node, rebuild, resolved_device,
+    Substitution, consumers, new_node, readers, rebuild, resolved_device,
 )
 from eagerflow.ops import registry
 from eagerflow.ops.nn import pool_kernels
@@ -101,17 +101,6 @@ def _max_pool_grad_under_relu_grad(node, uses, outputs):
 
 # -- MaxPool(Relu(c + b)) -> Relu(MaxPool(c) + b) ----------------------------------------
 
-def _readers(graph):
-    """``{node: [consumer, ...]}``; graph outputs and control edges count as None."""
-    readers = {}
-    for node in graph.nodes:
-        for src, _ in node.inputs:
-            readers.setdefault(src, []).append(node)
-        for src in node.control_inputs:
-            readers.setdefault(src, []).append(None)
-    for src, _ in graph.outputs:
-        readers.setdefault(src, []).append(None)
-    return readers
 
 
 def _spatial_axes(pool):
@@ -201,12 +190,12 @@ def _tiles_channels_last(pool):
 
 def _pool_before_bias_relu(graph):
     """Pools before the bias add and the relu (see the module docstring)."""
-    readers = _readers(graph)
+    reads = readers(graph)
     order = {node: i for i, node in enumerate(graph.nodes)}
     matches = {}
     for node in graph.nodes:
         if node.op == "MaxPool":
-            match = _bias_relu_pool(node, readers, order)
+            match = _bias_relu_pool(node, reads, order)
             if match is not None:
                 matches[node] = match
     if not matches:
@@ -248,7 +237,7 @@ def _pool_before_bias_relu(graph):
             sub.replace(relu_grad, 0, (full_grad, 0))
             # Bias gradients sum the spatial axes away: the pooled gradient holds the
             # same terms.
-            for user in readers.get(relu_grad, []) if add is not None else ():
+            for user in reads.get(relu_grad, []) if add is not None else ():
                 if user is not None and user.op == "SumToShape" and \
                         _constant_over(tuple(user.attrs["shape"]), spatial) and \
                         None not in tuple(user.attrs["shape"]):

@@ -1,0 +1,67 @@
+"""The compiled-kernel backend: kernels compile on first use, switch off cleanly, and
+``import eagerflow`` never imports numba."""
+
+import numpy as np
+import pytest
+
+from eagerflow.backend import cpu_jit, cpu_threads
+from tests.fresh_interpreter import run_python_ok
+
+numba = pytest.importorskip("numba")
+
+
+def _scale_rows(x, factor, out, lo, hi):
+    for i in range(lo, hi):
+        for j in range(x.shape[1]):
+            out[i, j] = factor * x[i, j]
+
+
+def _bad_kernel(x, lo, hi):
+    return x.no_such_attribute  # not compilable: numba cannot type it
+
+
+SCALE = cpu_jit.kernel(_scale_rows, signatures=["void(float64[:, ::1], float64, "
+                                                "float64[:, ::1], int64, int64)"])
+
+
+def test_compiled_kernel_matches_numpy_on_thread_blocks():
+    fn = SCALE.compiled()
+    assert fn is not None
+    x = np.random.default_rng(0).standard_normal((300, 257))
+    out = np.empty_like(x)
+    cpu_threads.run_blocks(lambda lo, hi: fn(x, 3.0, out, lo, hi), len(x), x.size,
+                           min_elements=1)
+    np.testing.assert_array_equal(out, 3.0 * x)
+
+
+def test_switched_off_gives_none_and_wanted_is_false():
+    try:
+        cpu_jit.set_enabled(False)
+        assert SCALE.compiled() is None
+        assert not cpu_jit.enabled()
+        assert not cpu_jit.wanted(1 << 30)
+    finally:
+        cpu_jit.set_enabled(True)
+    assert SCALE.compiled() is not None
+    assert cpu_jit.wanted(cpu_jit.MIN_ELEMENTS)
+    assert not cpu_jit.wanted(cpu_jit.MIN_ELEMENTS - 1)
+
+
+def test_a_kernel_that_cannot_compile_falls_back(caplog):
+    bad = cpu_jit.kernel(_bad_kernel, signatures=["float64(float64[::1], int64, int64)"])
+    assert bad.compiled() is None
+    assert "not usable" in caplog.text
+    assert bad.compiled() is None  # decided once
+
+
+def test_import_does_not_load_numba_and_env_turns_kernels_off(tmp_path):
+    run_python_ok("""
+        import sys
+        import eagerflow as ef
+        assert "numba" not in sys.modules
+        x = ef.nn.max_pool2d(ef.ones([1, 4, 4, 1]), 2, 2, "VALID")  # a small input
+        assert "numba" not in sys.modules
+        from eagerflow.backend import cpu_jit
+        assert not cpu_jit.enabled()
+        print("OK")
+    """, tmp_path, env={"EAGERFLOW_CPU_KERNELS": "numpy"})

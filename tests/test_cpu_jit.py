@@ -10,6 +10,15 @@ from tests.fresh_interpreter import run_python_ok
 numba = pytest.importorskip("numba")
 
 
+@pytest.fixture(autouse=True)
+def _kernels_on():
+    """These tests are of the compiled form: on even under EAGERFLOW_CPU_KERNELS=numpy."""
+    before = cpu_jit.enabled_setting()
+    cpu_jit.set_enabled(True)
+    yield
+    cpu_jit.set_enabled(before)
+
+
 def _scale_rows(x, factor, out, lo, hi):
     for i in range(lo, hi):
         for j in range(x.shape[1]):

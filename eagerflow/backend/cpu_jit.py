@@ -41,7 +41,7 @@ import logging
 import os
 import threading
 
-__all__ = ["kernel", "enabled", "set_enabled", "wanted", "MIN_ELEMENTS", "Kernel"]
+__all__ = ["kernel", "enabled", "enabled_setting", "set_enabled", "wanted", "MIN_ELEMENTS", "Kernel"]
 
 # Below this many elements the numpy kernels run: they cost a few microseconds more per
 # call at most there, and a program of small tensors never pays numba's import (0.1-0.2 s).
@@ -56,6 +56,11 @@ _numba = []  # [module] once imported, [None] when numba is not usable here
 def set_enabled(flag):
     """Turns the compiled kernels on (the default, when numba is installed) or off."""
     _setting[0] = bool(flag)
+
+
+def enabled_setting():
+    """The switch ``set_enabled`` sets (whether or not numba imports)."""
+    return _setting[0]
 
 
 def _import_numba():

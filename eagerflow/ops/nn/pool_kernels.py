@@ -766,9 +766,13 @@ _JIT_MAX_POOL_GRAD = cpu_jit.kernel(_max_pool_grad_loop, signatures=_signatures(
 _JIT_AVG_POOL = cpu_jit.kernel(_avg_pool_loop, signatures=_signatures("aca", 8))
 _JIT_AVG_POOL_GRAD = cpu_jit.kernel(_avg_pool_grad_loop, signatures=_signatures("aca", 8, 1))
 
-# The compiled loops split over the cores from this many input elements (they release
-# the GIL for a whole block, so two threads do not wait on each other as numpy calls do).
-JIT_MIN_ELEMENTS = 1 << 18
+# The compiled loops split over the cores from this many input elements. They release
+# the GIL for a whole block, but they run at the speed of memory, and a second core
+# reading what the first one's cache holds lost below about 10M elements: two threads
+# against one, wall time, 2x2/2 (see docs/design.md): 1.26x (max pool) and 1.27x (its
+# gradient) for [64, 26, 26, 32], 1.1-1.25x for [64, 52, 52, 32]; 0.58x and 1.02x for
+# [64, 74, 74, 32] (11M), 0.52x and 0.60x for [64, 104, 104, 32] (22M).
+JIT_MIN_ELEMENTS = 1 << 23
 
 
 class _JitPlan(NamedTuple):

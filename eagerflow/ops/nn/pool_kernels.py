@@ -20,6 +20,10 @@ slices, in the input's own layout (channels last or first, no transposes).
 
 Attributes: ksize, strides, dilations (tuples of nd ints), padding ("SAME", "VALID" or nd
 (before, after) pairs), data_format.
+
+Channels-last 2D and 1D float32/float64 inputs from ``cpu_jit.MIN_ELEMENTS`` elements run
+compiled loops instead (``backend.cpu_jit``, when numba is usable) with the same bits; see
+"Compiled forms" below.
 """
 
 from __future__ import annotations

@@ -780,7 +780,7 @@ JIT_MIN_ELEMENTS = 1 << 23
 
 
 class _JitPlan(NamedTuple):
-    """A compiled loop's view of a pooling op: 2D channels-last geometry and ``as4d``."""
+    """A pooling op as its compiled loop runs it: the loop and 2D channels-last geometry."""
 
     fn: object           # the compiled loop
     ints: tuple          # kh, kw, sh, sw, dh, dw, ph, pw
@@ -827,6 +827,12 @@ def _jit_counts(g, attrs, plan, dtype):
     return np.ascontiguousarray(counts.reshape(plan.out_hw).astype(dtype))
 
 
+def _covers(g, attrs):
+    """Whether the windows tile the whole input, so that a gradient loop that assigns
+    writes every element (no zero fill first); overlapping windows add into zeros."""
+    return _tiles(g, attrs) and all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
+
+
 def _jit_run(block, n, elements):
     cpu_threads.run_blocks(block, n, elements, min_elements=JIT_MIN_ELEMENTS)
 
@@ -840,12 +846,10 @@ def _jit_max_pool(plan, x, g):
 
 
 def _jit_max_pool_grad(plan, x, grad, g, attrs, relu):
+    # MaxPoolGradWithOutput runs this too: the loop recomputes the maxima from the taps
+    # it reads anyway (see docs/design.md).
     assign = _disjoint(g, attrs)
-    covered = assign and _tiles(g, attrs) and all(
-        o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
-    # Disjoint windows write each element they cover once: only uncovered ones need a
-    # zero fill. Overlapping ones add into zeros.
-    dx = (np.empty if covered else np.zeros)(x.shape, dtype=grad.dtype)
+    dx = (np.empty if _covers(g, attrs) else np.zeros)(x.shape, dtype=grad.dtype)
     finite = assign and _all_finite(np, grad)
     x4, g4, d4 = _as4d(x, plan), _as4d(grad, plan), _as4d(dx, plan)
     fn, ints = plan.fn, plan.ints
@@ -865,9 +869,7 @@ def _jit_avg_pool(plan, x, g, attrs):
 
 def _jit_avg_pool_grad(plan, grad, g, attrs):
     assign = _disjoint(g, attrs)
-    covered = assign and _tiles(g, attrs) and all(
-        o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
-    dx = (np.empty if covered else np.zeros)(g.in_shape, dtype=grad.dtype)
+    dx = (np.empty if _covers(g, attrs) else np.zeros)(g.in_shape, dtype=grad.dtype)
     counts = _jit_counts(g, attrs, plan, grad.dtype)
     g4, d4 = _as4d(grad, plan), _as4d(dx, plan)
     fn, ints = plan.fn, plan.ints

@@ -608,7 +608,7 @@ def _max_pool_loop(x, out, kh, kw, sh, sw, dh, dw, ph, pw, lo, hi):
 
 
 def _max_pool_grad_loop(x, grad, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign, finite, relu,
-                        lo, hi):
+                        fill, lo, hi):
     h_in, w_in, ch = x.shape[1], x.shape[2], x.shape[3]
     oh_n, ow_n = grad.shape[1], grad.shape[2]
     best = np.empty(ch, x.dtype)
@@ -616,6 +616,13 @@ def _max_pool_grad_loop(x, grad, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign, fin
     zero = np.zeros(1, dx.dtype)[0]
     one = np.ones(1, dx.dtype)[0]
     for n in range(lo, hi):
+        if fill:
+            # The windows miss some elements, or add up: the example is zeroed just
+            # before they write it (in cache), not the whole array in a pass of its own.
+            for ih in range(h_in):
+                for iw in range(w_in):
+                    for c in range(ch):
+                        dx[n, ih, iw, c] = zero
         for p in range(oh_n):
             # Overlapping windows add up: the last window first puts each element's terms
             # in tap order (see above). Disjoint ones are written once, in any order.
@@ -723,11 +730,18 @@ def _avg_pool_loop(x, counts, out, kh, kw, sh, sw, dh, dw, ph, pw, lo, hi):
                     out[n, oh, ow, c] = out[n, oh, ow, c] / count
 
 
-def _avg_pool_grad_loop(grad, counts, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign, lo, hi):
+def _avg_pool_grad_loop(grad, counts, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign, fill,
+                        lo, hi):
     h_in, w_in, ch = dx.shape[1], dx.shape[2], dx.shape[3]
     oh_n, ow_n = grad.shape[1], grad.shape[2]
     scaled = np.empty(ch, dx.dtype)
+    zero = np.zeros(1, dx.dtype)[0]
     for n in range(lo, hi):
+        if fill:
+            for ih in range(h_in):
+                for iw in range(w_in):
+                    for c in range(ch):
+                        dx[n, ih, iw, c] = zero
         for p in range(oh_n):
             oh = p if assign else oh_n - 1 - p
             h0 = oh * sh - ph
@@ -766,9 +780,9 @@ def _signatures(arrays, ints, flags=0):
 
 
 _JIT_MAX_POOL = cpu_jit.kernel(_max_pool_loop, signatures=_signatures("aa", 8))
-_JIT_MAX_POOL_GRAD = cpu_jit.kernel(_max_pool_grad_loop, signatures=_signatures("aaa", 8, 3))
+_JIT_MAX_POOL_GRAD = cpu_jit.kernel(_max_pool_grad_loop, signatures=_signatures("aaa", 8, 4))
 _JIT_AVG_POOL = cpu_jit.kernel(_avg_pool_loop, signatures=_signatures("aca", 8))
-_JIT_AVG_POOL_GRAD = cpu_jit.kernel(_avg_pool_grad_loop, signatures=_signatures("aca", 8, 1))
+_JIT_AVG_POOL_GRAD = cpu_jit.kernel(_avg_pool_grad_loop, signatures=_signatures("aca", 8, 2))
 
 # The compiled loops split over the cores from this many input elements. They release
 # the GIL for a whole block, but they run at the speed of memory, and a second core
@@ -829,7 +843,8 @@ def _jit_counts(g, attrs, plan, dtype):
 
 def _covers(g, attrs):
     """Whether the windows tile the whole input, so that a gradient loop that assigns
-    writes every element (no zero fill first); overlapping windows add into zeros."""
+    writes every element; elsewhere the loops zero each example first (overlapping
+    windows add into zeros)."""
     return _tiles(g, attrs) and all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
 
 
@@ -848,12 +863,12 @@ def _jit_max_pool(plan, x, g):
 def _jit_max_pool_grad(plan, x, grad, g, attrs, relu):
     # MaxPoolGradWithOutput runs this too: the loop recomputes the maxima from the taps
     # it reads anyway (see docs/design.md).
-    assign = _disjoint(g, attrs)
-    dx = (np.empty if _covers(g, attrs) else np.zeros)(x.shape, dtype=grad.dtype)
+    assign, fill = _disjoint(g, attrs), not _covers(g, attrs)
+    dx = np.empty(x.shape, dtype=grad.dtype)
     finite = assign and _all_finite(np, grad)
     x4, g4, d4 = _as4d(x, plan), _as4d(grad, plan), _as4d(dx, plan)
     fn, ints = plan.fn, plan.ints
-    _jit_run(lambda lo, hi: fn(x4, g4, d4, *ints, assign, finite, bool(relu), lo, hi),
+    _jit_run(lambda lo, hi: fn(x4, g4, d4, *ints, assign, finite, bool(relu), fill, lo, hi),
              x.shape[0], x.size)
     return dx
 
@@ -868,11 +883,11 @@ def _jit_avg_pool(plan, x, g, attrs):
 
 
 def _jit_avg_pool_grad(plan, grad, g, attrs):
-    assign = _disjoint(g, attrs)
-    dx = (np.empty if _covers(g, attrs) else np.zeros)(g.in_shape, dtype=grad.dtype)
+    assign, fill = _disjoint(g, attrs), not _covers(g, attrs)
+    dx = np.empty(g.in_shape, dtype=grad.dtype)
     counts = _jit_counts(g, attrs, plan, grad.dtype)
     g4, d4 = _as4d(grad, plan), _as4d(dx, plan)
     fn, ints = plan.fn, plan.ints
-    _jit_run(lambda lo, hi: fn(g4, counts, d4, *ints, assign, lo, hi),
+    _jit_run(lambda lo, hi: fn(g4, counts, d4, *ints, assign, fill, lo, hi),
              grad.shape[0], dx.size)
     return dx

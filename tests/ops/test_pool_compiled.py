@@ -198,6 +198,23 @@ def test_non_contiguous_inputs(compiled):
     _same_bits(got, expected, "MaxPoolGrad")
 
 
+def test_read_only_inputs(compiled):
+    # Constants' arrays may be read-only: the loops take them as they are.
+    x = _inputs((2, 8, 8, 4), np.float64, "ties")
+    attrs = _attrs(2, 3, 2, "SAME")
+    pooled = PK.max_pool_kernel(np)(x, **attrs)
+    g = _grad(pooled.shape, np.float64, "random")
+    for a in (x, pooled, g):
+        a.flags.writeable = False
+    for kernel, args, at in [(PK.max_pool_kernel, (x,), attrs),
+                             (PK.max_pool_grad_kernel, (x, g), dict(attrs, relu=True)),
+                             (PK.max_pool_grad_with_output_kernel, (x, pooled, g), attrs),
+                             (PK.avg_pool_kernel, (x,), attrs),
+                             (PK.avg_pool_grad_kernel, (g,), dict(attrs, input_shape=x.shape))]:
+        expected, got = _both(kernel, *args, **at)
+        _same_bits(got, expected, kernel.__name__)
+
+
 @pytest.mark.parametrize("shape,attrs", [((8, 12, 12, 16), _attrs(2, 2)),
                                          ((8, 11, 11, 16), _attrs(2, 3, 2, "SAME")),
                                          ((8, 12, 5), _attrs(1, 3, 1, "SAME"))])

@@ -769,20 +769,22 @@ def _avg_pool_grad_loop(grad, counts, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign
 
 def _signatures(arrays, ints, flags=0):
     """numba signatures of a loop over float32 and float64 arrays: ``arrays`` is a string
-    of 'a' (4D C-contiguous) and 'c' (2D C-contiguous), then ``ints`` int64 geometry
-    arguments, ``flags`` booleans and the (lo, hi) range."""
+    of 'r' (a 4D C-contiguous input, read-only allowed: constants' arrays are), 'c' (a 2D
+    one) and 'a' (a 4D C-contiguous output), then ``ints`` int64 geometry arguments,
+    ``flags`` booleans and the (lo, hi) range."""
     out = []
     for t in ("float32", "float64"):
-        kinds = {"a": "%s[:, :, :, ::1]" % t, "c": "%s[:, ::1]" % t}
+        kinds = {"r": "Array(%s, 4, 'C', readonly=True)" % t,
+                 "c": "Array(%s, 2, 'C', readonly=True)" % t, "a": "%s[:, :, :, ::1]" % t}
         args = [kinds[k] for k in arrays] + ["int64"] * ints + ["boolean"] * flags
         out.append("void(%s)" % ", ".join(args + ["int64", "int64"]))
     return out
 
 
-_JIT_MAX_POOL = cpu_jit.kernel(_max_pool_loop, signatures=_signatures("aa", 8))
-_JIT_MAX_POOL_GRAD = cpu_jit.kernel(_max_pool_grad_loop, signatures=_signatures("aaa", 8, 4))
-_JIT_AVG_POOL = cpu_jit.kernel(_avg_pool_loop, signatures=_signatures("aca", 8))
-_JIT_AVG_POOL_GRAD = cpu_jit.kernel(_avg_pool_grad_loop, signatures=_signatures("aca", 8, 2))
+_JIT_MAX_POOL = cpu_jit.kernel(_max_pool_loop, signatures=_signatures("ra", 8))
+_JIT_MAX_POOL_GRAD = cpu_jit.kernel(_max_pool_grad_loop, signatures=_signatures("rra", 8, 4))
+_JIT_AVG_POOL = cpu_jit.kernel(_avg_pool_loop, signatures=_signatures("rca", 8))
+_JIT_AVG_POOL_GRAD = cpu_jit.kernel(_avg_pool_grad_loop, signatures=_signatures("rca", 8, 2))
 
 # The compiled loops split over the cores from this many input elements. They release
 # the GIL for a whole block, but they run at the speed of memory, and a second core

@@ -181,6 +181,8 @@ def test_numpy_runs_where_the_compiled_forms_do_not(compiled, monkeypatch):
     g = PK.geometry((1, 4, 4, 2), a2)
     for dtype in (np.float16, np.int32):
         assert PK._jit_plan(np, PK._JIT_MAX_POOL, g, a2, np.zeros((1, 4, 4, 2), dtype)) is None
+    buf = np.zeros(1 + 32 * 4, np.uint8)[1:].view(np.float32).reshape(1, 4, 4, 2)
+    assert PK._jit_plan(np, PK._JIT_MAX_POOL, g, a2, buf) is None      # misaligned
     monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 33)
     assert not _uses_compiled(PK._JIT_MAX_POOL, (1, 4, 4, 2), a2)
     cpu_jit.set_enabled(False)

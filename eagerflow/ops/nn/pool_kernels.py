@@ -810,12 +810,13 @@ def _jit_plan(xp, kern, g, attrs, *arrays):
     numpy runs on other array modules, without numba (or with it turned off), under
     ``cpu_jit.MIN_ELEMENTS`` elements, for 3D pooling, channels first, dtypes other than
     float32 and float64 (the half types, which numpy computes in float32, and integers),
-    and for inputs of different dtypes.
+    and for inputs of different dtypes or misaligned ones (a view into a byte buffer).
     """
     if not cpu_threads.is_numpy(xp) or g.lead != 1 or len(g.k) > 2:
         return None
     dtype = arrays[0].dtype
-    if dtype not in (np.float32, np.float64) or any(a.dtype != dtype for a in arrays):
+    if dtype not in (np.float32, np.float64) or any(
+            a.dtype != dtype or not a.flags.aligned for a in arrays):
         return None
     if not cpu_jit.wanted(int(np.prod(g.in_shape))):
         return None

@@ -104,6 +104,7 @@ def test_pool_kernels_equal_on_any_thread_count(threads, splits, attrs, monkeypa
 
     # These inputs are below the pooling kernels' own threshold for splitting.
     monkeypatch.setattr(pool_kernels, "POOL_MIN_ELEMENTS", cpu_threads.MIN_ELEMENTS)
+    monkeypatch.setattr(pool_kernels, "JIT_MIN_ELEMENTS", cpu_threads.MIN_ELEMENTS)
     shape = (6, 40, 40, 24) if attrs["data_format"] == "NHWC" else (6, 24, 40, 40)
     x = np.maximum(RNG.standard_normal(shape), 0).astype(np.float32)   # ties at zero
     y = execute(P.MAX_POOL, (ef.constant(x),), attrs).numpy()

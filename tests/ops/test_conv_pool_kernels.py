@@ -11,7 +11,7 @@ import pytest
 
 import eagerflow as ef
 from eagerflow import dtypes
-from eagerflow.backend import cpu_blas
+from eagerflow.backend import cpu_blas, cpu_jit
 from eagerflow.ops.nn import conv_kernels as K
 from eagerflow.ops.nn import pool_kernels as PK
 from eagerflow.ops.nn import pool_ops as P
@@ -219,6 +219,12 @@ POOL_CASES = [
 ]
 
 
+@pytest.fixture
+def numpy_kernels(monkeypatch):
+    """The numpy pooling kernels at every size (the tests of their forms)."""
+    monkeypatch.setattr(cpu_jit, "_setting", [False])
+
+
 def _pool_out(shape, a):
     return PK.geometry(shape, a).out_shape
 
@@ -266,6 +272,7 @@ def test_max_pool_grad_nan_input_routes_to_the_first_nan():
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
 @pytest.mark.parametrize("ties", [True, False])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.usefixtures("numpy_kernels")
 def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad, ties, dtype):
     # Windows that tile the input take the one-mask form; the per-tap form (which handles
     # every geometry) must give the same bits, on one thread and on several, in blocks of
@@ -309,6 +316,7 @@ def test_tiled_max_pool_grad_equals_the_per_tap_form(monkeypatch, shape, a, bad,
                                                   ((3, 7, 9, 5), pattrs(2, 2))])
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.usefixtures("numpy_kernels")
 def test_max_pool_grad_with_output_is_max_pool_grad(monkeypatch, shape, a, bad, dtype):
     # MaxPoolGradWithOutput(x, MaxPool(x), g) (the remapping pass's node, whose tiled form
     # reads the maxima) gives MaxPoolGrad's bits, with ties, NaN inputs and non-finite
@@ -354,6 +362,7 @@ def test_pool_gradients_in_function_equal_eager():
 @pytest.mark.parametrize("shape,a", POOL_CASES + [((64, 26, 26, 32), pattrs(2, 2)),
                                                   ((3, 12, 13, 8), pattrs(2, 2))])
 @pytest.mark.parametrize("bad", [None, np.nan, np.inf])
+@pytest.mark.usefixtures("numpy_kernels")
 def test_max_pool_grad_with_relu_is_the_pair_bit_for_bit(monkeypatch, shape, a, dtype, bad):
     # MaxPoolGrad(x, g, relu=True) (the remapping pass's node) gives the bits of
     # ReluGrad(MaxPoolGrad(x, g), x), on the tiled and per-tap paths, with ties (zeros of a

@@ -132,6 +132,21 @@ def test_max_pool_same_padding_never_wins():
     np.testing.assert_array_equal(got.numpy().ravel(), [-1, -3, -5])
 
 
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_max_pool_grad_of_minus_infinity_windows_stays_inside(fmt):
+    # A window of -inf elements has its maximum at the padding too (also -inf): the
+    # gradient goes to the first element inside, as in TF, not to the cropped padding.
+    x = np.full((1, 3, 3, 1), -np.inf)
+    x[0, 2, 2, 0] = 1.0
+    attrs = P._attrs(2, 3, 1, "SAME", fmt)
+    g = RNG.standard_normal((1, 3, 3, 1))
+    if fmt == "NCHW":
+        x, g = x.transpose(0, 3, 1, 2), g.transpose(0, 3, 1, 2)
+    got = execute(P.MAX_POOL_GRAD, (ef.constant(x), ef.constant(g)), attrs).numpy()
+    np.testing.assert_allclose(got, P._ref_max_pool_grad(x, g, **attrs), rtol=1e-12)
+    np.testing.assert_allclose(got.sum(), g.sum(), rtol=1e-12)
+
+
 @pytest.mark.parametrize("xs,ksize,strides,padding,fmt", [
     ((2, 9, 3), (3,), (2,), "SAME", "NWC"),
     ((1, 2, 8), (2,), (3,), "VALID", "NCW"),

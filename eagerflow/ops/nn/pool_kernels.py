@@ -20,6 +20,10 @@ slices, in the input's own layout (channels last or first, no transposes).
 
 Attributes: ksize, strides, dilations (tuples of nd ints), padding ("SAME", "VALID" or nd
 (before, after) pairs), data_format.
+
+Channels-last 2D and 1D float32/float64 inputs from ``cpu_jit.MIN_ELEMENTS`` elements run
+compiled loops instead (``backend.cpu_jit``, when numba is usable) with the same bits; see
+"Compiled forms" below.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.backend import cpu_threads
+from eagerflow.backend import cpu_jit, cpu_threads
 from eagerflow.ops.nn.window_geometry import (
     CHANNELS_FIRST, check_window_attrs, crop_spatial, from_channels_last, pad_spatial,
     spatial_geometry, tap_slices, to_channels_last,
@@ -164,15 +168,26 @@ def _first_max_masks(xp, xpad, g, attrs):
     the outputs an earlier tap already took: a few elementwise passes per tap, no argmax
     indices and no scatter by index. A NaN counts as the maximum, as in the forward pass.
     Each mask is valid until the next one is drawn (the taken set is updated in place).
+    A padded tap is never a window's first maximum.
     """
     best = _pool_max(xp, xpad, g, attrs)
     has_nan = xpad.dtype.kind not in "iub" and bool(xp.isnan(best).any())
+    # A padded tap holds the lowest value, so it equals the maximum only of a window whose
+    # elements are all that value (-inf): those take their first element inside the input
+    # (TF's choice), not the padding, where the gradient would be cropped away.
+    inside = None
+    if any(p != (0, 0) for p in g.pads) and bool((best == _lowest(xp, xpad.dtype)).any()):
+        inside = xp.zeros(xpad.shape, dtype=bool)
+        inside[(slice(None),) * g.lead + tuple(
+            slice(lo, lo + n) for (lo, _), n in zip(g.pads, g.in_sp))] = True
     taken = None
     for _, index in _taps(g, attrs):
         s = xpad[index]
         hit = xp.equal(s, best)
         if has_nan:
             hit |= xp.isnan(s)
+        if inside is not None:
+            hit &= inside[index]
         if taken is None:
             taken = hit
         else:
@@ -326,6 +341,9 @@ def max_pool_kernel(xp):
         g = geometry(x.shape, attrs)
         if g.empty or x.size == 0:
             return xp.zeros(g.out_shape, dtype=x.dtype)
+        plan = _jit_plan(xp, _JIT_MAX_POOL, g, attrs, x)
+        if plan is not None:
+            return _jit_max_pool(plan, x, g)
         xpad = pad_spatial(xp, x, g.pads, _lowest(xp, x.dtype), g.lead)
         out = xp.empty(g.out_shape, dtype=x.dtype)
 
@@ -362,6 +380,9 @@ def _max_pool_grad(xp, x, grad, pooled, relu, attrs):
     _check_grad(grad.shape, g)
     if g.empty or x.size == 0:
         return xp.zeros(x.shape, dtype=grad.dtype)
+    plan = _jit_plan(xp, _JIT_MAX_POOL_GRAD, g, attrs, x, grad)
+    if plan is not None:
+        return _jit_max_pool_grad(plan, x, grad, g, attrs, relu)
     finite = _all_finite(xp, grad)
     # numpy only: the form relies on reshapes of cropped views being views.
     if (g.lead == 1 or TILED_CHANNELS_FIRST) and cpu_threads.is_numpy(xp) and \
@@ -452,6 +473,9 @@ def avg_pool_kernel(xp):
         g = geometry(x.shape, attrs)
         if g.empty or x.size == 0:
             return xp.zeros(g.out_shape, dtype=x.dtype)
+        plan = _jit_plan(xp, _JIT_AVG_POOL, g, attrs, x)
+        if plan is not None:
+            return _jit_avg_pool(plan, x, g, attrs)
         ct = _compute_dtype(xp, x)
         xpad = pad_spatial(xp, x.astype(ct, copy=False), g.pads, 0, g.lead)
         taps = [index for _, index in _taps(g, attrs)]
@@ -478,6 +502,10 @@ def avg_pool_grad_kernel(xp):
         input_shape = _resolve_input_shape(input_shape, grad.shape, attrs)
         g = geometry(input_shape, attrs)
         _check_grad(grad.shape, g)
+        plan = None if g.empty or grad.size == 0 else _jit_plan(
+            xp, _JIT_AVG_POOL_GRAD, g, attrs, grad)
+        if plan is not None:
+            return _jit_avg_pool_grad(plan, grad, g, attrs)
         ct = _compute_dtype(xp, grad)
         dxp = xp.zeros(g.padded_shape, dtype=ct)
         if not (g.empty or grad.size == 0):
@@ -518,3 +546,351 @@ def _check_grad(grad_shape, g):
         raise _err("the output gradient has shape %s but pooling an input of shape %s gives "
                    "%s. Check ksize, strides and padding." % (
                        list(grad_shape), list(g.in_shape), list(g.out_shape)))
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled forms (backend.cpu_jit): the same kernels as loops, one pass over the input.
+#
+# Each loop runs a (lo, hi) range of the batch of a channels-last 2D input, C-contiguous,
+# float32 or float64 (a 1D input is a 2D one with a unit axis; 3D, channels first, the
+# half types and integers keep the numpy kernels). The loops walk the output windows and
+# their taps with the channels innermost (contiguous, so the compare-and-select of every
+# channel vectorizes) and skip the taps in the padding, and each reproduces its numpy
+# kernel's bits element for element:
+#
+# * the maximum is numpy's ``maximum(acc, tap)`` in tap order: ``acc`` when it is larger
+#   or NaN, else the tap (so the tap on ties, the later of -0.0 and 0.0); a padded tap
+#   (-inf) never changes ``acc`` and ``maximum(-inf, t)`` is ``t``, so skipping it is
+#   exact;
+# * the gradient's mark is the numpy kernels' first maximum: the first tap equal to the
+#   window's maximum, or the first NaN of a NaN window, never a padded tap;
+# * disjoint windows assign (a marked element takes its gradient, an unmarked one the
+#   zero ``g * 0`` of the gradient's sign when the whole gradient is finite, else +0, as
+#   numpy's multiply by the mask and its masked copy give); overlapping windows add into
+#   zeros in tap order, which is the reverse order of the windows an element lies in, so
+#   the windows are walked from the last;
+# * the average adds the taps in order, padded ones as +0.0 (which turns a -0.0 sum into
+#   0.0 as numpy's sum over the padded input does), and divides by the window counts of
+#   ``_window_counts`` in the input's dtype.
+# --------------------------------------------------------------------------------------------
+
+def _max_pool_loop(x, out, kh, kw, sh, sw, dh, dw, ph, pw, lo, hi):
+    h_in, w_in, ch = x.shape[1], x.shape[2], x.shape[3]
+    oh_n, ow_n = out.shape[1], out.shape[2]
+    for n in range(lo, hi):
+        for oh in range(oh_n):
+            h0 = oh * sh - ph
+            for ow in range(ow_n):
+                w0 = ow * sw - pw
+                first = True
+                for i in range(kh):
+                    ih = h0 + i * dh
+                    if ih < 0 or ih >= h_in:
+                        continue
+                    for j in range(kw):
+                        iw = w0 + j * dw
+                        if iw < 0 or iw >= w_in:
+                            continue
+                        if first:
+                            # maximum(-inf, t) is t: the first tap inside is copied.
+                            for c in range(ch):
+                                out[n, oh, ow, c] = x[n, ih, iw, c]
+                            first = False
+                        else:
+                            for c in range(ch):
+                                a = out[n, oh, ow, c]
+                                v = x[n, ih, iw, c]
+                                out[n, oh, ow, c] = a if (a > v) | (a != a) else v
+                if first:
+                    # A window of padding only (large dilations).
+                    for c in range(ch):
+                        out[n, oh, ow, c] = -np.inf
+
+
+def _max_pool_grad_loop(x, grad, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign, finite, relu,
+                        fill, lo, hi):
+    h_in, w_in, ch = x.shape[1], x.shape[2], x.shape[3]
+    oh_n, ow_n = grad.shape[1], grad.shape[2]
+    best = np.empty(ch, x.dtype)
+    arg = np.empty(ch, np.int32)    # the tap of each channel's first maximum
+    zero = np.zeros(1, dx.dtype)[0]
+    one = np.ones(1, dx.dtype)[0]
+    for n in range(lo, hi):
+        if fill:
+            # The windows miss some elements, or add up: the example is zeroed just
+            # before they write it (in cache), not the whole array in a pass of its own.
+            for ih in range(h_in):
+                for iw in range(w_in):
+                    for c in range(ch):
+                        dx[n, ih, iw, c] = zero
+        for p in range(oh_n):
+            # Overlapping windows add up: the last window first puts each element's terms
+            # in tap order (see above). Disjoint ones are written once, in any order.
+            oh = p if assign else oh_n - 1 - p
+            h0 = oh * sh - ph
+            for q in range(ow_n):
+                ow = q if assign else ow_n - 1 - q
+                w0 = ow * sw - pw
+                # The first maximum: a later tap takes over only when it is larger, or
+                # when it is the first NaN.
+                tap = -1
+                first = True
+                for i in range(kh):
+                    ih = h0 + i * dh
+                    for j in range(kw):
+                        iw = w0 + j * dw
+                        tap += 1
+                        if ih < 0 or ih >= h_in or iw < 0 or iw >= w_in:
+                            continue
+                        if first:
+                            for c in range(ch):
+                                best[c] = x[n, ih, iw, c]
+                                arg[c] = tap
+                            first = False
+                        else:
+                            for c in range(ch):
+                                a = best[c]
+                                v = x[n, ih, iw, c]
+                                up = (v > a) | ((v != v) & (a == a))
+                                best[c] = v if up else a
+                                arg[c] = tap if up else arg[c]
+                if first:
+                    continue
+                tap = -1
+                for i in range(kh):
+                    ih = h0 + i * dh
+                    for j in range(kw):
+                        iw = w0 + j * dw
+                        tap += 1
+                        if ih < 0 or ih >= h_in or iw < 0 or iw >= w_in:
+                            continue
+                        # Disjoint windows: the unmarked zero is g * 0 (numpy's multiply
+                        # by the mask) for a finite gradient, +0 (its masked copy)
+                        # otherwise; relu multiplies by x > 0 as ReluGrad does. One loop
+                        # per case: a select on a flag inside the loop costs 25%.
+                        if assign and relu:
+                            for c in range(ch):
+                                g = grad[n, oh, ow, c]
+                                z = g * zero if finite else zero
+                                r = g if arg[c] == tap else z
+                                f = one if x[n, ih, iw, c] > zero else zero
+                                dx[n, ih, iw, c] = r * f
+                        elif assign and finite:
+                            for c in range(ch):
+                                g = grad[n, oh, ow, c]
+                                dx[n, ih, iw, c] = g if arg[c] == tap else g * zero
+                        elif assign:
+                            for c in range(ch):
+                                g = grad[n, oh, ow, c]
+                                dx[n, ih, iw, c] = g if arg[c] == tap else zero
+                        else:
+                            for c in range(ch):
+                                g = grad[n, oh, ow, c]
+                                dx[n, ih, iw, c] = dx[n, ih, iw, c] + (
+                                    g if arg[c] == tap else zero)
+        if relu and not assign:
+            for ih in range(h_in):
+                for iw in range(w_in):
+                    for c in range(ch):
+                        f = one if x[n, ih, iw, c] > zero else zero
+                        dx[n, ih, iw, c] = dx[n, ih, iw, c] * f
+
+
+def _avg_pool_loop(x, counts, out, kh, kw, sh, sw, dh, dw, ph, pw, lo, hi):
+    h_in, w_in, ch = x.shape[1], x.shape[2], x.shape[3]
+    oh_n, ow_n = out.shape[1], out.shape[2]
+    zero = np.zeros(1, out.dtype)[0]
+    for n in range(lo, hi):
+        for oh in range(oh_n):
+            h0 = oh * sh - ph
+            for ow in range(ow_n):
+                w0 = ow * sw - pw
+                first = True
+                for i in range(kh):
+                    ih = h0 + i * dh
+                    for j in range(kw):
+                        iw = w0 + j * dw
+                        if ih >= 0 and ih < h_in and iw >= 0 and iw < w_in:
+                            if first:
+                                for c in range(ch):
+                                    out[n, oh, ow, c] = x[n, ih, iw, c]
+                            else:
+                                for c in range(ch):
+                                    out[n, oh, ow, c] = out[n, oh, ow, c] + x[n, ih, iw, c]
+                        elif first:
+                            for c in range(ch):
+                                out[n, oh, ow, c] = zero
+                        else:
+                            # A padded tap adds +0 (a -0.0 sum becomes 0.0, as in numpy).
+                            for c in range(ch):
+                                out[n, oh, ow, c] = out[n, oh, ow, c] + zero
+                        first = False
+                count = counts[oh, ow]
+                for c in range(ch):
+                    out[n, oh, ow, c] = out[n, oh, ow, c] / count
+
+
+def _avg_pool_grad_loop(grad, counts, dx, kh, kw, sh, sw, dh, dw, ph, pw, assign, fill,
+                        lo, hi):
+    h_in, w_in, ch = dx.shape[1], dx.shape[2], dx.shape[3]
+    oh_n, ow_n = grad.shape[1], grad.shape[2]
+    scaled = np.empty(ch, dx.dtype)
+    zero = np.zeros(1, dx.dtype)[0]
+    for n in range(lo, hi):
+        if fill:
+            for ih in range(h_in):
+                for iw in range(w_in):
+                    for c in range(ch):
+                        dx[n, ih, iw, c] = zero
+        for p in range(oh_n):
+            oh = p if assign else oh_n - 1 - p
+            h0 = oh * sh - ph
+            for q in range(ow_n):
+                ow = q if assign else ow_n - 1 - q
+                w0 = ow * sw - pw
+                count = counts[oh, ow]
+                for c in range(ch):
+                    scaled[c] = grad[n, oh, ow, c] / count
+                for i in range(kh):
+                    ih = h0 + i * dh
+                    if ih < 0 or ih >= h_in:
+                        continue
+                    for j in range(kw):
+                        iw = w0 + j * dw
+                        if iw < 0 or iw >= w_in:
+                            continue
+                        if assign:
+                            for c in range(ch):
+                                dx[n, ih, iw, c] = scaled[c]
+                        else:
+                            for c in range(ch):
+                                dx[n, ih, iw, c] = dx[n, ih, iw, c] + scaled[c]
+
+
+def _signatures(arrays, ints, flags=0):
+    """numba signatures of a loop over float32 and float64 arrays: ``arrays`` is a string
+    of 'r' (a 4D C-contiguous input, read-only allowed: constants' arrays are), 'c' (a 2D
+    one) and 'a' (a 4D C-contiguous output), then ``ints`` int64 geometry arguments,
+    ``flags`` booleans and the (lo, hi) range."""
+    out = []
+    for t in ("float32", "float64"):
+        kinds = {"r": "Array(%s, 4, 'C', readonly=True)" % t,
+                 "c": "Array(%s, 2, 'C', readonly=True)" % t, "a": "%s[:, :, :, ::1]" % t}
+        args = [kinds[k] for k in arrays] + ["int64"] * ints + ["boolean"] * flags
+        out.append("void(%s)" % ", ".join(args + ["int64", "int64"]))
+    return out
+
+
+_JIT_MAX_POOL = cpu_jit.kernel(_max_pool_loop, signatures=_signatures("ra", 8))
+_JIT_MAX_POOL_GRAD = cpu_jit.kernel(_max_pool_grad_loop, signatures=_signatures("rra", 8, 4))
+_JIT_AVG_POOL = cpu_jit.kernel(_avg_pool_loop, signatures=_signatures("rca", 8))
+_JIT_AVG_POOL_GRAD = cpu_jit.kernel(_avg_pool_grad_loop, signatures=_signatures("rca", 8, 2))
+
+# The compiled loops split over the cores from this many input elements. They release
+# the GIL for a whole block, but they run at the speed of memory, and a second core
+# reading what the first one's cache holds lost below about 10M elements: two threads
+# against one, wall time, 2x2/2 (see docs/design.md): 1.26x (max pool) and 1.27x (its
+# gradient) for [64, 26, 26, 32], 1.1-1.25x for [64, 52, 52, 32]; 0.58x and 1.02x for
+# [64, 74, 74, 32] (11M), 0.52x and 0.60x for [64, 104, 104, 32] (22M).
+JIT_MIN_ELEMENTS = 1 << 23
+
+
+class _JitPlan(NamedTuple):
+    """A pooling op as its compiled loop runs it: the loop and 2D channels-last geometry."""
+
+    fn: object           # the compiled loop
+    ints: tuple          # kh, kw, sh, sw, dh, dw, ph, pw
+    out_hw: tuple        # the output's (height, width)
+    unit: bool           # a 1D op run as 2D (a unit height axis)
+
+
+def _jit_plan(xp, kern, g, attrs, *arrays):
+    """The compiled form of a pooling op on ``arrays``, or None where numpy runs.
+
+    numpy runs on other array modules, without numba (or with it turned off), under
+    ``cpu_jit.MIN_ELEMENTS`` elements, for 3D pooling, channels first, dtypes other than
+    float32 and float64 (the half types, which numpy computes in float32, and integers),
+    and for inputs of different dtypes or misaligned ones (a view into a byte buffer).
+    """
+    if not cpu_threads.is_numpy(xp) or g.lead != 1 or len(g.k) > 2:
+        return None
+    dtype = arrays[0].dtype
+    if dtype not in (np.float32, np.float64) or any(
+            a.dtype != dtype or not a.flags.aligned for a in arrays):
+        return None
+    if not cpu_jit.wanted(int(np.prod(g.in_shape))):
+        return None
+    fn = kern.compiled()
+    if fn is None:
+        return None
+    k, s, d = tuple(g.k), tuple(attrs["strides"]), tuple(attrs["dilations"])
+    pads, out_sp = tuple(g.pads), tuple(g.out_sp)
+    unit = len(k) == 1
+    if unit:
+        k, s, d, pads, out_sp = (1,) + k, (1,) + s, (1,) + d, ((0, 0),) + pads, (1,) + out_sp
+    ints = (k[0], k[1], s[0], s[1], d[0], d[1], pads[0][0], pads[1][0])
+    return _JitPlan(fn, tuple(int(v) for v in ints), out_sp, unit)
+
+
+def _as4d(a, plan):
+    """``a`` as a C-contiguous [N, H, W, C] array (a view when it is contiguous)."""
+    a = np.ascontiguousarray(a)
+    return a.reshape(a.shape[0], 1, a.shape[1], a.shape[2]) if plan.unit else a
+
+
+def _jit_counts(g, attrs, plan, dtype):
+    """The valid taps of every window as an [out_h, out_w] array of ``dtype``."""
+    counts = _window_counts(g, attrs["strides"], attrs["dilations"])
+    return np.ascontiguousarray(counts.reshape(plan.out_hw).astype(dtype))
+
+
+def _covers(g, attrs):
+    """Whether the windows tile the whole input, so that a gradient loop that assigns
+    writes every element; elsewhere the loops zero each example first (overlapping
+    windows add into zeros)."""
+    return _tiles(g, attrs) and all(o * k == n for o, k, n in zip(g.out_sp, g.k, g.in_sp))
+
+
+def _jit_run(block, n, elements):
+    cpu_threads.run_blocks(block, n, elements, min_elements=JIT_MIN_ELEMENTS)
+
+
+def _jit_max_pool(plan, x, g):
+    out = np.empty(g.out_shape, dtype=x.dtype)
+    x4, o4 = _as4d(x, plan), _as4d(out, plan)
+    fn, ints = plan.fn, plan.ints
+    _jit_run(lambda lo, hi: fn(x4, o4, *ints, lo, hi), x.shape[0], x.size)
+    return out
+
+
+def _jit_max_pool_grad(plan, x, grad, g, attrs, relu):
+    # MaxPoolGradWithOutput runs this too: the loop recomputes the maxima from the taps
+    # it reads anyway (see docs/design.md).
+    assign, fill = _disjoint(g, attrs), not _covers(g, attrs)
+    dx = np.empty(x.shape, dtype=grad.dtype)
+    finite = assign and _all_finite(np, grad)
+    x4, g4, d4 = _as4d(x, plan), _as4d(grad, plan), _as4d(dx, plan)
+    fn, ints = plan.fn, plan.ints
+    _jit_run(lambda lo, hi: fn(x4, g4, d4, *ints, assign, finite, bool(relu), fill, lo, hi),
+             x.shape[0], x.size)
+    return dx
+
+
+def _jit_avg_pool(plan, x, g, attrs):
+    out = np.empty(g.out_shape, dtype=x.dtype)
+    counts = _jit_counts(g, attrs, plan, x.dtype)
+    x4, o4 = _as4d(x, plan), _as4d(out, plan)
+    fn, ints = plan.fn, plan.ints
+    _jit_run(lambda lo, hi: fn(x4, counts, o4, *ints, lo, hi), x.shape[0], x.size)
+    return out
+
+
+def _jit_avg_pool_grad(plan, grad, g, attrs):
+    assign, fill = _disjoint(g, attrs), not _covers(g, attrs)
+    dx = np.empty(g.in_shape, dtype=grad.dtype)
+    counts = _jit_counts(g, attrs, plan, grad.dtype)
+    g4, d4 = _as4d(grad, plan), _as4d(dx, plan)
+    fn, ints = plan.fn, plan.ints
+    _jit_run(lambda lo, hi: fn(g4, counts, d4, *ints, assign, fill, lo, hi),
+             grad.shape[0], dx.size)
+    return dx

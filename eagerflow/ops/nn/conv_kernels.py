@@ -271,6 +271,11 @@ def _flat_input(x, ct):
     return np.ascontiguousarray(x, dtype=ct).reshape(-1)
 
 
+# The compiled input gradient runs over blocks of examples whose columns fill about this
+# many elements (2 MB of float32, a core's L2 here): each block's GEMM writes them and the
+# scatter reads them back from cache.
+COLUMN_BLOCK = 1 << 19
+
 # The filter gradient of a column matrix narrower than NARROW_COLUMNS (K*C of a first
 # layer: 9 for one channel and a 3x3 window, 27 for three) runs over blocks of about
 # ROW_BLOCK rows (whole examples), one block after the other on one BLAS thread.
@@ -291,6 +296,27 @@ def _one_blas_thread():
     return blas_threads.share(n) if n > 1 else contextlib.nullcontext()
 
 
+def _blocked_forward(fn, x, wm, g, strides, dilations, ct, channels_first):
+    """The one-group forward GEMM over blocks of examples (``COLUMN_BLOCK``): the compiled
+    im2col loop ``fn`` copies a block's columns on the calling thread, into a buffer that
+    stays in cache for the block's GEMM. Returns [M, O], or [N, O, P] channels first."""
+    n, o = x.shape[0], wm.shape[1]
+    p, kc = _prod(g.out_sp), wm.shape[0]
+    per = max(1, COLUMN_BLOCK // max(p * kc, 1))
+    xf, geo = _flat_input(x, ct), _jit_geometry(g, strides, dilations)
+    buf = np.empty(min(per, n) * p * kc, dtype=ct)
+    out = np.empty((n, o, p) if channels_first else (n * p, o), dtype=ct)
+    for lo in range(0, n, per):
+        hi = min(n, lo + per)
+        cols = buf[:(hi - lo) * p * kc]
+        fn(xf, cols, geo, lo, lo, hi)
+        if channels_first:
+            np.matmul(wm.T, cols.reshape(hi - lo, p, kc).transpose(0, 2, 1), out=out[lo:hi])
+        else:
+            np.matmul(cols.reshape((hi - lo) * p, kc), wm, out=out[lo * p:hi * p])
+    return out
+
+
 def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     """Channels-last forward convolution; ``w`` in grouped layout [*k, Cg, O].
 
@@ -306,13 +332,18 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
         xpad = pad_spatial(xp, x, g.pads)
         win = windows(xp, xpad, g.out_sp, g.k, strides, dilations)
     if groups == 1:
-        cols = _column_matrix(xp, x, g, strides, dilations, ct)
-        wm = w.reshape(kp * cg, o).astype(ct, copy=False)
-        if channels_first:
+        kc, p = kp * cg, _prod(g.out_sp)
+        wm = w.reshape(kc, o).astype(ct, copy=False)
+        fn = _jit_columns(xp, x, ct, m * kc)
+        if fn is not None:
+            out = _blocked_forward(fn, x, wm, g, strides, dilations, ct, channels_first)
+        else:
+            cols = _column_matrix(xp, x, g, strides, dilations, ct)
             # [O, K*C] @ [N, K*C, P] -> [N, O, P]: no transpose of the result needed.
-            out = xp.matmul(wm.T, cols.reshape(n, _prod(g.out_sp), kp * cg).transpose(0, 2, 1))
+            out = xp.matmul(wm.T, cols.reshape(n, p, kc).transpose(0, 2, 1)) \
+                if channels_first else xp.matmul(cols, wm)
+        if channels_first:
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
-        out = xp.matmul(cols, wm)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
@@ -369,12 +400,20 @@ def _conv_backprop_input(xp, dy, w, g, strides, dilations):
     kp = _prod(g.k)
     fn = _jit_col2im(xp, ct, groups, m * kp * c + n * _prod(g.in_sp) * c)
     if fn is not None and m and kp * c and o:
-        # One GEMM into the columns, then the compiled scatter into the unpadded dx.
+        # Blocks of examples: one GEMM into the block's columns, then the compiled
+        # scatter of them (still in cache) into the unpadded dx, on the calling thread.
+        p, kc, x_n = _prod(g.out_sp), kp * c, _prod(g.in_sp) * c
+        per = max(1, COLUMN_BLOCK // (p * kc))
         dym = dy.reshape(m, o).astype(ct, copy=False)
-        cols = xp.matmul(dym, w.reshape(kp * c, o).astype(ct, copy=False).T).reshape(-1)
+        wt = w.reshape(kc, o).astype(ct, copy=False).T
+        buf = np.empty(min(per, n) * p * kc, dtype=ct)
         dx = np.empty((n,) + tuple(g.in_sp) + (c,), dtype=ct)
         flat, geo = dx.reshape(-1), _jit_geometry(g, strides, dilations)
-        cpu_threads.run_blocks(lambda lo, hi: fn(cols, flat, geo, lo, hi), n, cols.size)
+        for lo in range(0, n, per):
+            hi = min(n, lo + per)
+            cols = buf[:(hi - lo) * p * kc]
+            np.matmul(dym[lo * p:hi * p], wt, out=cols.reshape((hi - lo) * p, kc))
+            fn(cols, flat[lo * x_n:hi * x_n], geo, 0, hi - lo)
         return dx.astype(dy.dtype, copy=False)
     # Few input channels make each tap's GEMM a skinny [rows, O] x [O, C] product that
     # runs slower than the scatter (3.4 ms against 1.2 ms for one channel): those scatter.

@@ -227,3 +227,27 @@ def test_switched_off_or_small_inputs_take_the_numpy_forms(monkeypatch):
     finally:
         cpu_jit.set_enabled(True)
     assert g.c == 3
+
+
+@pytest.mark.parametrize("block", [1, 700, 5000])
+@pytest.mark.parametrize("xs,ws,a", [
+    ((7, 12, 11, 1), (3, 3, 1, 5), attrs(2)),                      # narrow: forward blocks
+    ((5, 3, 9, 10), (3, 2, 3, 4), attrs(2, strides=2, fmt="NCHW")),
+    ((6, 9, 9, 8), (3, 3, 8, 6), attrs(2, padding="VALID")),        # wide: one matrix
+])
+def test_blocks_of_examples_give_the_whole_matrix_values(monkeypatch, xs, ws, a, block):
+    # Blocks of one example, of a few and of all of them: the forward pass and the input
+    # gradient equal the numpy forms (and the blocks' own bits on every thread count).
+    monkeypatch.setattr(K, "COLUMN_BLOCK", block)
+    x, w = uniform(xs, dtypes.float64), uniform(ws, dtypes.float64)
+    g = conv_geometry(xs, ws, depthwise=False, **a)
+    dy = uniform(g.out_shape(a["data_format"]), dtypes.float64)
+    for prim, args, at in [(K.CONV, (x, w), a),
+                           (K.CONV_BACKPROP_INPUT, (dy, w), dict(a, input_shape=xs))]:
+        got = _run(prim, args, at, True)
+        np.testing.assert_allclose(got, _run(prim, args, at, False), rtol=1e-12, atol=1e-12)
+        try:
+            cpu_threads.set_threads(1)
+            np.testing.assert_array_equal(_bits(_run(prim, args, at, True)), _bits(got))
+        finally:
+            cpu_threads.set_threads(0)

@@ -9,6 +9,12 @@ In an optimized training step the optimizer's ``conv_columns`` pass builds that 
 as an ``Im2Col`` node, for a convolution and the filter gradient of the same input (see
 ``function/passes/conv_columns.py``).
 
+On the CPU, with the optional compiled kernels (``backend/cpu_jit``, numba), the im2col
+copy and the input gradient's col2im scatter are compiled loops, one pass each over a
+block of examples, that read and write the unpadded input: the im2col values bit for
+bit, the scatter's taps added in the numpy form's order. Without numba, with
+``EAGERFLOW_CPU_KERNELS=numpy``, for small inputs and on cupy the numpy forms run.
+
 The input gradient is the transposed convolution ``ConvBackpropInput`` (one GEMM, then a
 scatter-add of the columns per kernel tap) and the filter gradient is ``ConvBackpropFilter``
 (one GEMM over the same window view). Each of the three is linear in each input, so each
@@ -57,7 +63,7 @@ def _compute_dtype(xp, a):
 def _columns(xp, win, ct, threads=True):
     """The window view ``[N, *out, *k, C]`` copied into a C-contiguous array of dtype
     ``ct`` (im2col): on numpy, blocks of the batch on every core (``threads``) or on the
-    calling thread.
+    calling thread. The numpy form of the compiled ``_im2col_loop`` (same values).
 
     With one input channel the copy goes tap by tap: numpy copies the whole window view
     with an inner loop over the channel axis, one element long (one thread, CPU time,

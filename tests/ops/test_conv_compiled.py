@@ -251,3 +251,31 @@ def test_blocks_of_examples_give_the_whole_matrix_values(monkeypatch, xs, ws, a,
             np.testing.assert_array_equal(_bits(_run(prim, args, at, True)), _bits(got))
         finally:
             cpu_threads.set_threads(0)
+
+
+def test_small_convolutions_and_the_numpy_setting_never_import_numba(tmp_path):
+    from tests.fresh_interpreter import run_python_ok
+
+    code = """
+        import sys
+        import numpy as np
+        import eagerflow as ef
+        x = ef.constant(np.ones([2, 6, 6, 3], np.float32))
+        w = ef.Variable(np.ones([3, 3, 3, 4], np.float32))
+        with ef.GradientTape() as tape:
+            y = ef.reduce_sum(ef.nn.conv2d(x, w, 1, "SAME"))
+        tape.gradient(y, [w])
+        assert "numba" not in sys.modules
+        if len(sys.argv) > 1:
+            x = ef.constant(np.ones([64, 28, 28, 8], np.float32))
+            with ef.GradientTape() as tape:
+                tape.watch(x)
+                y = ef.reduce_sum(ef.nn.conv2d(x, w[:, :, :1, :] * ef.ones([1, 1, 8, 1]),
+                                               1, "SAME"))
+            tape.gradient(y, x)
+            assert "numba" not in sys.modules
+        print("OK")
+    """
+    run_python_ok(code, tmp_path)
+    run_python_ok(code.replace("len(sys.argv) > 1", "True"), tmp_path,
+                  env={"EAGERFLOW_CPU_KERNELS": "numpy"})

@@ -27,8 +27,9 @@ TOL = {"float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5
 @pytest.fixture(autouse=True)
 def every_size_compiled(monkeypatch):
     """The compiled forms for every input size (they start at MIN_ELEMENTS otherwise)."""
+    if not cpu_jit.enabled():
+        pytest.skip("the compiled kernels are off here (EAGERFLOW_CPU_KERNELS=numpy)")
     monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 0)
-    assert cpu_jit.enabled()
     yield
     cpu_jit.set_enabled(True)
 

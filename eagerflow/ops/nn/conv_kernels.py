@@ -340,9 +340,6 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     m = n * _prod(g.out_sp)
     kp = _prod(g.k)
     groups, cg, o = g.groups, g.cg, g.o
-    if groups != 1:
-        xpad = pad_spatial(xp, x, g.pads)
-        win = windows(xp, xpad, g.out_sp, g.k, strides, dilations)
     if groups == 1:
         kc, p = kp * cg, _prod(g.out_sp)
         wm = w.reshape(kc, o).astype(ct, copy=False)
@@ -358,6 +355,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
             return out.astype(x.dtype, copy=False).reshape((n, o) + g.out_sp)
     elif cg == 1 and groups == o:
         # Depthwise with multiplier 1: a multiply-add per kernel tap beats tiny GEMMs.
+        xpad = pad_spatial(xp, x, g.pads)
         out = xp.zeros((n,) + g.out_sp + (o,), dtype=ct)
         wk = w.reshape(kp, o).astype(ct, copy=False)
         if m:
@@ -373,6 +371,7 @@ def _conv_forward(xp, x, w, g, strides, dilations, channels_first=False):
     else:
         og = o // groups
         # [N, *out, *k, G, Cg] -> [G, N, *out, *k, Cg] -> [G, M, K*Cg]: one copy.
+        win = windows(xp, pad_spatial(xp, x, g.pads), g.out_sp, g.k, strides, dilations)
         win = win.reshape(win.shape[:-1] + (groups, cg))
         axes = (2 * nd + 1,) + tuple(range(2 * nd + 1)) + (2 * nd + 2,)
         cols = win.transpose(axes).reshape(groups, m, kp * cg).astype(ct, copy=False)

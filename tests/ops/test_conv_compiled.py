@@ -240,6 +240,7 @@ def test_blocks_of_examples_give_the_whole_matrix_values(monkeypatch, xs, ws, a,
     # Blocks of one example, of a few and of all of them: the forward pass and the input
     # gradient equal the numpy forms (and the blocks' own bits on every thread count).
     monkeypatch.setattr(K, "COLUMN_BLOCK", block)
+    monkeypatch.setattr(K, "FORWARD_BLOCK", block)
     x, w = uniform(xs, dtypes.float64), uniform(ws, dtypes.float64)
     g = conv_geometry(xs, ws, depthwise=False, **a)
     dy = uniform(g.out_shape(a["data_format"]), dtypes.float64)

@@ -41,7 +41,8 @@ import logging
 import os
 import threading
 
-__all__ = ["kernel", "enabled", "enabled_setting", "set_enabled", "wanted", "MIN_ELEMENTS", "Kernel"]
+__all__ = ["kernel", "enabled", "enabled_setting", "set_enabled", "wanted", "MIN_ELEMENTS",
+           "Kernel"]
 
 # Below this many elements the numpy kernels run: they cost a few microseconds more per
 # call at most there, and a program of small tensors never pays numba's import (0.1-0.2 s).

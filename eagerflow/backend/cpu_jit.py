@@ -89,11 +89,16 @@ class Kernel:
         signatures: Optional numba signature strings compiled at once on the first
             ``compiled()`` call (so that a failure to compile shows there, not midway
             through a kernel); without them numba compiles per argument types on call.
+        **options: Further ``numba.njit`` options, over the defaults ``nogil=True`` and
+            ``cache=True`` (generated source, which has no file, needs ``cache=False``;
+            ``error_model="numpy"`` lets loops that divide run on vector units, since
+            Python's model checks every division for a zero divisor).
     """
 
-    def __init__(self, fn, signatures=None):
+    def __init__(self, fn, signatures=None, **options):
         self.fn = fn
         self.signatures = signatures
+        self.options = options
         self._dispatcher = []  # [dispatcher] once compiled, [None] when it failed
 
     @property
@@ -115,7 +120,7 @@ class Kernel:
         if numba is None:
             return None
         try:
-            options = {"nogil": True, "cache": True}
+            options = {"nogil": True, "cache": True, **self.options}
             if self.signatures:
                 return numba.njit(list(self.signatures), **options)(self.fn)
             return numba.njit(**options)(self.fn)
@@ -125,8 +130,8 @@ class Kernel:
             return None
 
 
-def kernel(fn=None, *, signatures=None):
+def kernel(fn=None, *, signatures=None, **options):
     """Declares ``fn`` a compiled kernel (see ``Kernel``); usable as a decorator."""
     if fn is None:
-        return lambda f: Kernel(f, signatures)
-    return Kernel(fn, signatures)
+        return lambda f: Kernel(f, signatures, **options)
+    return Kernel(fn, signatures, **options)

@@ -130,3 +130,99 @@ def test_blocked_region_with_broadcast_operands_equals_eager_bits():
     for threads in (1, 2):
         cpu_threads.set_threads(threads)
         np.testing.assert_array_equal(traced(x, row, col).numpy(), want)
+
+
+# -- fused regions compiled into one loop (backend.cpu_jit) ----------------------------------
+
+def _bits(a):
+    # Every bit but a NaN's sign and payload (which the order of a commuted operand may
+    # pick, here and between numpy's own vector and scalar loops).
+    a = np.where(np.isnan(a), np.nan, a).astype(np.asarray(a).dtype)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def _keras_adam_pair(shape, dtype):
+    """Adam as Keras writes it (``m.assign_add((g - m) * c)`` reads ``m`` twice, so one
+    array arrives as two inputs of the region), with a gradient holding zeros, signed
+    zeros, infinities and NaNs; returns (make, grads)."""
+    start = RNG.standard_normal(shape).astype(dtype)
+    grads = []
+    for k in range(3):
+        g = RNG.standard_normal(shape).astype(dtype)
+        flat = g.reshape(-1)
+        flat[k:k + 40:4] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-38, 3e38, 0.0, -0.0]
+        grads.append(ef.constant(g))
+
+    def make():
+        p, m, v = (ef.Variable(start.copy()), ef.Variable(np.zeros(shape, dtype)),
+                   ef.Variable(np.zeros(shape, dtype)))
+
+        def step(g, alpha):
+            m.assign_add((g - m) * (1.0 - 0.9))
+            v.assign_add((ef.square(g) - v) * (1.0 - 0.999))
+            p.assign_sub((m * alpha) / (ef.sqrt(v) + 1e-7))
+            w = -(p * 0.5) / (g + 2.0)   # a region writing a fresh array
+            return w
+        return step, [p, m, v]
+
+    return make, grads
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 0])
+def test_compiled_loops_give_the_numpy_regions_bits(dtype, threads, monkeypatch):
+    # The same step traced with the compiled loops and with them off, and run eagerly:
+    # every variable and the returned value are the same bits (signed zeros included).
+    from eagerflow.backend import cpu_jit
+
+    pytest.importorskip("numba")
+    cpu_threads.set_threads(threads)
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 10)
+    make, grads = _keras_adam_pair((300, 257), dtype)
+    alpha = ef.constant(dtype(0.01))
+    ran = []
+    run = fused_step._Loop.run
+    monkeypatch.setattr(fused_step._Loop, "run",
+                        lambda self, *a: ran.append(run(self, *a)) or ran[-1])
+    runs = []
+    for form in ("jit", "numpy", "eager"):
+        step, variables = make()
+        fn = step if form == "eager" else ef.function(step)
+        try:
+            cpu_jit.set_enabled(form != "numpy")
+            outs = [fn(g, alpha).numpy() for g in grads]
+        finally:
+            cpu_jit.set_enabled(True)
+        runs.append([_bits(v.numpy()) for v in variables] + [_bits(o) for o in outs])
+    assert ran.count(True) == 4 * len(grads)  # the four regions, in every traced step
+    for got in runs[:2]:
+        for a, b in zip(got, runs[2]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_which_regions_compile_to_one_loop():
+    pytest.importorskip("numba")
+    x = ef.constant(RNG.standard_normal((200, 100)).astype(np.float32))
+    row = ef.constant(RNG.standard_normal(100).astype(np.float32))
+    c = ef.constant(np.float32(3.0))
+
+    def loops(f, *args):
+        graph = passes.optimize(ef.function(f).get_concrete_function(*args).graph)
+        nodes = [n for n in graph.nodes if n.op == "FusedElementwise"]
+        assert len(nodes) == 1
+        return fused_step._Loop.of(fused_step.Program.of(nodes[0]), nodes[0])
+
+    assert loops(lambda x, c: ef.sqrt(x * x + c) / (x - c), x, c) is not None
+    assert loops(lambda x, c: ef.tanh(x * c) + x, x, c) is None  # tanh: not one IEEE op
+    assert loops(lambda x, r: (x + r) * 2.0, x, row) is None  # a broadcast row
+    assert loops(lambda x: ef.cast(x * 2.0, ef.float64) + 1.0, x) is None  # two dtypes
+
+
+def test_a_loop_writing_its_input_reads_and_writes_one_slice():
+    # Two slices of one array would fail the compiled overlap check (scalar code).
+    node_program = fused_step.Program(("Mul", "Sub"), (2, 2), (0, 1, 2, 3), ("float32",) * 2,
+                                      ("", ""), (-1, -1), ("float32",) * 3)
+    source = fused_step.loop_source(node_program, (True, False, True), (0, 1, 2), 2)
+    assert "b_out = b2" in source and "out" not in source.split(":")[0]
+    fresh = fused_step.loop_source(node_program, (True, False, True), (0, 1, 0), None)
+    assert "a2" not in fresh.split(":")[0] and "b_out = out[lo:hi]" in fresh

@@ -25,12 +25,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import sys
+import threading
 import weakref
 
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.backend import cpu_threads
+from eagerflow.backend import cpu_jit, cpu_threads
 from eagerflow.function.executor import _label
 from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch, registry
@@ -240,6 +241,12 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     # Regions of several sub-ops run over cache-sized blocks from two blocks' size up.
     blocked = len(program.prims) > 1
     smallest = min(threshold, 2 * CACHE_BLOCK_ELEMENTS) if blocked else threshold
+    loop = _Loop.of(program, node) if static and shape else None
+    if loop is not None:
+        if not cpu_jit.wanted(int(np.prod(shape))):
+            loop = None
+        else:
+            smallest = min(smallest, cpu_jit.MIN_ELEMENTS)
     if static and (not shape or int(np.prod(shape)) < smallest):
         return fn
     blocks_source, blocks_env = python_source(program, out_param=True)
@@ -247,7 +254,7 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     exec(compile(blocks_source, "<fused %s>" % _label(node.name), "exec"),  # noqa: S102
          blocks_env)
     return _on_cores(fn, blocks_env["fused"], out_aval.dtype.np_dtype,
-                     tuple(ok), variable_ok, source, threshold, smallest)
+                     tuple(ok), variable_ok, source, threshold, smallest, loop)
 
 
 # Elements of a fused region's cache block (256 KiB of float32): Adam's second-moment
@@ -256,7 +263,8 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
 CACHE_BLOCK_ELEMENTS = 1 << 16
 
 
-def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, smallest):
+def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, smallest,
+              loop=None):
     """Runs a fused CPU program on blocks of rows: in threads when its result has at least
     ``threshold`` elements (``cpu_threads.fused_min_elements`` of its sub-op count), and
     over cache-sized blocks of rows from ``smallest`` elements.
@@ -270,7 +278,8 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
     Within each thread's rows the program runs over blocks of about
     ``CACHE_BLOCK_ELEMENTS``: a region's sub-ops then pass over intermediates that are
     still in cache, and each input is read from memory once instead of once per sub-op
-    that reads it.
+    that reads it. A program that compiles to one loop (``_Loop``) runs that loop instead:
+    one pass over memory, no intermediates at all.
     """
 
     def run(*args):
@@ -287,15 +296,19 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
         if size < smallest or axis is None:
             return fn(*args)
         out = None
+        into = -1
         for p in donors:
             # args[p] is checked unbound: a local name would add one reference.
             check = _private_variable if p in variable_donors else _private
             if args[p].__class__ is np.ndarray and args[p].shape == shape and \
                     args[p].dtype == dtype and args[p].flags.c_contiguous and check(args[p]):
                 out = args[p]
+                into = p
                 break
         if out is None:
             out = np.empty(shape, dtype=dtype)
+        if loop is not None and loop.run(args, out, into, shape, size, threshold):
+            return out
         rank = len(shape)
         extent = shape[axis]
         lead = (slice(None),) * axis
@@ -321,6 +334,150 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
 
     run.source = source
     return run
+
+
+# -- compiled loops (CPU) -------------------------------------------------------------------
+# The ufuncs whose float kernel is one correctly rounded IEEE operation per element, as a
+# scalar expression: a loop of these computes numpy's bits (numba adds no fast-math flags,
+# so no contraction into fused multiply-adds and no reassociation).
+_EXACT = {np.add: "{0} + {1}", np.subtract: "{0} - {1}", np.multiply: "{0} * {1}",
+          np.divide: "{0} / {1}", np.negative: "-{0}", np.square: "{0} * {0}",
+          np.sqrt: "np.sqrt({0})"}
+_LOOP_DTYPES = ("float32", "float64")
+_LOOPS = {}  # (source, signature) -> cpu_jit.Kernel, shared by every node and executor
+_loops_lock = threading.Lock()
+
+
+def loop_source(program, full, params, into):
+    """The source of one compiled loop over a program of ``_EXACT`` sub-ops.
+
+    ``full[r]`` says whether input ``r`` has the result's shape (else it is a scalar);
+    ``params[r]`` is the parameter that carries input ``r`` (inputs that are one array at
+    run time share one); the loop writes into parameter ``into``, or into a last
+    parameter ``out`` when ``into`` is None. Every array parameter is flat.
+    """
+    names = sorted(set(params))
+    head = "def fused_loop(lo, hi, %s%s):" % (", ".join("a%d" % r for r in names),
+                                              "" if into is not None else ", out")
+    lines = [head]
+    refs = []
+    for r in range(program.n_in):
+        if not full[r]:
+            lines.append("    s%d = a%d[0]" % (r, params[r]))
+            refs.append("s%d" % r)
+        else:
+            refs.append("x%d" % params[r])
+    # Slices, then indices from 0: LLVM vectorizes a loop over ``range(lo, hi)`` that
+    # writes one of its inputs only in this form (it cannot rule out negative indices).
+    for r in names:
+        if full[r]:
+            lines.append("    b%d = a%d[lo:hi]" % (r, r))
+    # The slice written is the slice read (one name): two slices of one array would fail
+    # the compiled loop's overlap check and send it down its scalar path.
+    lines.append("    b_out = %s" % ("out[lo:hi]" if into is None else "b%d" % into))
+    lines.append("    for i in range(hi - lo):")
+    for r in names:
+        if full[r]:
+            lines.append("        x%d = b%d[i]" % (r, r))
+    for j, (prim, rs) in enumerate(zip(program.prims, program.refs)):
+        expr = _EXACT[cpu_ufunc(prim)[0]].format(*[refs[r] for r in rs])
+        lines.append("        t%d = %s" % (j, expr))
+        refs.append("t%d" % j)
+    lines.append("        b_out[i] = t%d" % (len(program.prims) - 1))
+    return "\n".join(lines) + "\n"
+
+
+class _Loop:
+    """A fused program compiled into one loop over the flattened elements (``cpu_jit``).
+
+    numpy runs a region as one call per sub-op, each a pass over memory (over cache-sized
+    blocks, see ``_on_cores``); the loop reads each input once and writes the result once,
+    keeping every intermediate in a register. Only programs of ``_EXACT`` sub-ops in one
+    float dtype, with two or more sub-ops, whose inputs have the result's shape or are
+    scalars, compile: the loop then gives numpy's bits. One loop is compiled per way of
+    writing the result (into a donor input, in place, or into a fresh array) and per
+    pattern of inputs that are the same array (one parameter for them: the compiled loop
+    runs on vector units only when the array it writes overlaps no other parameter).
+    """
+
+    def __init__(self, program, full, dtype):
+        self.program = program
+        self.full = full
+        self.dtype = np.dtype(dtype)
+        self.variants = {}
+
+    @classmethod
+    def of(cls, program, node):
+        """The loop of a node's program, or None when it does not compile to one."""
+        if len(program.prims) < 2:
+            return None
+        dtype = node.avals[0].dtype.name
+        if dtype not in _LOOP_DTYPES or any(d != dtype for d in program.dtypes) or \
+                any(d != dtype for d in program.in_dtypes):
+            return None
+        for prim, attrs in zip(program.prims, program.attrs):
+            form = cpu_ufunc(prim)
+            if attrs or form is None or form[1] or form[0] not in _EXACT:
+                return None
+        shape = node.avals[0].shape
+        full = []
+        for src, i in node.inputs:
+            s = src.avals[i].shape
+            if s == shape:
+                full.append(True)
+            elif s == ():
+                full.append(False)
+            else:
+                return None
+        if not any(full):
+            return None
+        return cls(program, tuple(full), dtype)
+
+    def _variant(self, params, into):
+        key = (params, into)
+        fn = self.variants.get(key)
+        if fn is None:
+            source = loop_source(self.program, self.full, params, into)
+            kind = "float32" if self.dtype == np.float32 else "float64"
+            n_arrays = len(set(params)) + (into is None)
+            signature = "void(int64, int64, %s)" % ", ".join(["%s[::1]" % kind] * n_arrays)
+            with _loops_lock:
+                kernel = _LOOPS.get((source, signature))
+                if kernel is None:
+                    env = {"np": np}
+                    exec(compile(source, "<fused loop>", "exec"), env)  # noqa: S102
+                    kernel = cpu_jit.kernel(env["fused_loop"], signatures=[signature],
+                                            cache=False, error_model="numpy")
+                    _LOOPS[(source, signature)] = kernel
+            fn = kernel.compiled() or False
+            self.variants[key] = fn
+        return fn
+
+    def run(self, args, out, into, shape, size, threshold):
+        """Computes the program into ``out`` (``args[into]`` when ``into >= 0``); False
+        when these arguments need the numpy form (or the loop is not usable)."""
+        dtype, full = self.dtype, self.full
+        params = []
+        for r, a in enumerate(args):
+            if full[r]:
+                if a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != shape or \
+                        not a.flags.c_contiguous:
+                    return False
+                params.append(next(q for q in range(r + 1) if args[q] is a))
+            elif getattr(a, "dtype", None) != dtype or a.shape:  # a 0-d array or a scalar
+                return False
+            else:
+                params.append(r)
+        params = tuple(params)
+        fn = self._variant(params, params[into] if into >= 0 else None)
+        if not fn:
+            return False
+        flat = [args[r].reshape(-1) if full[r] else np.reshape(args[r], 1)
+                for r in sorted(set(params))]
+        if into < 0:
+            flat.append(out.reshape(-1))
+        cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, *flat), size, size, threshold)
+        return True
 
 
 def _failure(program, node, device):

@@ -226,3 +226,30 @@ def test_a_loop_writing_its_input_reads_and_writes_one_slice():
     assert "b_out = b2" in source and "out" not in source.split(":")[0]
     fresh = fused_step.loop_source(node_program, (True, False, True), (0, 1, 0), None)
     assert "a2" not in fresh.split(":")[0] and "b_out = out[lo:hi]" in fresh
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_keras_adam_reads_each_slot_once_and_keeps_its_buffers(jit):
+    # ``m.assign_add((g - m) * c)`` reads m twice; the update's read merges with the first
+    # (cse after assign_update), so the region reads m once and writes into its buffer.
+    from eagerflow.backend import cpu_jit
+
+    make, grads = _keras_adam_pair((300, 257), np.float32)
+    step, variables = make()
+    traced = ef.function(step)
+    alpha = ef.constant(np.float32(0.01))
+    graph = passes.optimize(traced.get_concrete_function(grads[0], alpha).graph)
+    for node in graph.nodes:
+        if node.op == "FusedElementwise":
+            reads = [src.attrs["variable"] for src, _ in node.inputs
+                     if src.op == "ReadVariableOp"]
+            assert len(reads) == len(set(reads))
+    try:
+        cpu_jit.set_enabled(jit)
+        traced(grads[0], alpha)
+        buffers = [id(v._value) for v in variables]
+        for g in grads[1:]:
+            traced(g, alpha)
+    finally:
+        cpu_jit.set_enabled(True)
+    assert [id(v._value) for v in variables] == buffers

@@ -17,7 +17,8 @@
 * ``layer_norm``: a layer norm's input gradient as one LayerNormGrad;
 * ``conv_columns``: a convolution and its filter gradient on one Im2Col column matrix;
 * ``assign_update``: ``v.assign_sub(u)`` of an elementwise ``u`` as ``v.assign(v - u)``, so
-  that the subtraction joins ``u``'s fused region and writes into the variable's buffer;
+  that the subtraction joins ``u``'s fused region and writes into the variable's buffer
+  (then ``cse`` again, which merges its read with an earlier read of ``v``);
 * ``fusion``: clusters of elementwise ops become one FusedElementwise node.
 
 The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
@@ -108,6 +109,10 @@ def _optimize(graph, opts, done):
         layer_norm.run(out)
         conv_columns.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
-        assign_update.run(out)
+        if assign_update.run(out) and opts["common_subgraph_elimination"]:
+            # Its reads merge with the update's own (Keras' ``m += (g - m) * c`` reads m
+            # twice), so that the region reads the variable's buffer once and may write
+            # into it.
+            cse.run(out)
         fusion.run(out)
     return out

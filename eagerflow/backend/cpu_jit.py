@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 
-__all__ = ["kernel", "enabled", "set_enabled", "wanted", "MIN_ELEMENTS", "Kernel"]
+__all__ = ["kernel", "source_kernel", "cache_directory", "enabled", "set_enabled", "wanted",
+           "MIN_ELEMENTS", "Kernel"]
 
 # Below this many elements the numpy kernels run: they cost a few microseconds more per
 # call at most there, and a program of small tensors never pays numba's import (0.1-0.2 s).
@@ -128,6 +130,80 @@ class Kernel:
             _log.warning("compiled kernel %s is not usable (%s); its numpy form runs.",
                          self.fn.__name__, exc)
             return None
+
+
+def cache_directory():
+    """Where generated kernels' source files (and numba's compiled code beside them) live:
+    ``EAGERFLOW_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/eagerflow/kernels`` (``~/.cache``
+    when unset); None when it cannot be made private to this user."""
+    path = os.environ.get("EAGERFLOW_KERNEL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "eagerflow", "kernels")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError:
+        return None
+    # Files here are imported: a directory someone else may write into is not used.
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return path
+
+
+def _source_function(source, name):
+    """``name`` from ``source`` loaded from a file in ``cache_directory()`` (written once,
+    atomically, and read back before use), or None when no file can be used."""
+    import hashlib
+    import importlib.util
+    import tempfile
+
+    directory = cache_directory()
+    if directory is None:
+        return None
+    digest = hashlib.sha1(source.encode()).hexdigest()[:24]
+    path = os.path.join(directory, "k_%s.py" % digest)
+    try:
+        try:
+            with open(path, encoding="utf-8") as f:
+                current = f.read()
+        except FileNotFoundError:
+            current = None
+        if current != source:
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(source)
+            os.replace(tmp, path)
+            with open(path, encoding="utf-8") as f:
+                if f.read() != source:
+                    return None
+        module_name = "eagerflow_kernel_" + digest
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            # numba finds a cached function's globals through its module's name.
+            sys.modules[module_name] = module
+        return getattr(module, name)
+    except (OSError, ImportError, SyntaxError, AttributeError) as exc:
+        _log.debug("generated kernel not cached on disk (%s)", exc)
+        return None
+
+
+def source_kernel(source, name, signatures=None, **options):
+    """A kernel from generated source defining ``name`` (a module's text, its own
+    imports included), cached on disk like a declared kernel: the text goes once into a
+    file named by its digest under ``cache_directory()``, whose compiled code numba keeps
+    beside it, so a later process loads it instead of compiling it again. Without a usable
+    directory the source is compiled in memory, every process anew.
+    """
+    fn = _source_function(source, name)
+    if fn is None:
+        env = {}
+        exec(compile(source, "<generated kernel>", "exec"), env)  # noqa: S102
+        fn = env[name]
+        options = dict(options, cache=False)
+    return Kernel(fn, signatures, **options)
 
 
 def kernel(fn=None, *, signatures=None, **options):

@@ -444,10 +444,10 @@ class _Loop:
             with _loops_lock:
                 kernel = _LOOPS.get((source, signature))
                 if kernel is None:
-                    env = {"np": np}
-                    exec(compile(source, "<fused loop>", "exec"), env)  # noqa: S102
-                    kernel = cpu_jit.kernel(env["fused_loop"], signatures=[signature],
-                                            cache=False, error_model="numpy")
+                    # Compiled once per text and signature, and kept on disk (cpu_jit).
+                    kernel = cpu_jit.source_kernel("import numpy as np\n\n\n" + source,
+                                                   "fused_loop", signatures=[signature],
+                                                   error_model="numpy")
                     _LOOPS[(source, signature)] = kernel
             fn = kernel.compiled() or False
             self.variants[key] = fn

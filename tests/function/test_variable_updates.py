@@ -253,3 +253,23 @@ def test_keras_adam_reads_each_slot_once_and_keeps_its_buffers(jit):
     finally:
         cpu_jit.set_enabled(True)
     assert [id(v._value) for v in variables] == buffers
+
+
+def test_a_read_only_operand_takes_the_numpy_form():
+    # The loops are compiled for writable arrays; a read-only buffer (wrapped as is) and a
+    # read-only scalar still compute, through the numpy form and a copy respectively.
+    from eagerflow.backend import cpu_jit
+    from eagerflow.framework import context
+    from eagerflow.tensor import wrap
+
+    pytest.importorskip("numba")
+    frozen = RNG.standard_normal((300, 257)).astype(np.float32)
+    frozen.flags.writeable = False
+    scalar = np.array(3.0, np.float32)
+    scalar.flags.writeable = False
+    f = ef.function(lambda x, s: ef.sqrt(x * x + s) - x)
+    x, s = wrap(frozen, context.CPU0), wrap(scalar, context.CPU0)
+    want = np.sqrt(frozen * frozen + scalar) - frozen
+    assert cpu_jit.wanted(frozen.size)
+    np.testing.assert_array_equal(f(x, s).numpy(), want)
+    np.testing.assert_array_equal(f(ef.constant(frozen), s).numpy(), want)

@@ -148,7 +148,7 @@ def test_kink_gradients_follow_tf():
 def test_relu_grad_compiled_loop_gives_the_masked_products_bits(dtype, threads, monkeypatch):
     # The compiled ReluGrad (large float arrays) against numpy's product with the mask:
     # NaN/infinite cotangents, NaN features, signed zeros; a transposed (non-contiguous)
-    # input and mixed dtypes keep the numpy form.
+    # input, mixed dtypes and a read-only input keep the numpy form.
     from eagerflow.backend import cpu_jit, cpu_threads
 
     pytest.importorskip("numba")
@@ -166,7 +166,9 @@ def test_relu_grad_compiled_loop_gives_the_masked_products_bits(dtype, threads, 
         monkeypatch.setattr(loop, "compiled", lambda real=loop.compiled: ran.append(1) or real())
         kernel = activation_ops._relu_grad_kernel(np)
         other = np.float64 if dtype == np.float32 else np.float32
-        for a, b in ((g, f), (g.T, f.T), (g, f.astype(other))):
+        frozen = f.copy()
+        frozen.flags.writeable = False
+        for a, b in ((g, f), (g.T, f.T), (g, f.astype(other)), (g, frozen)):
             with np.errstate(invalid="ignore"):
                 want = a * (b > 0)
                 got = kernel(a, b)

@@ -460,8 +460,10 @@ class _Loop:
         params = []
         for r, a in enumerate(args):
             if full[r]:
+                # (The loops are compiled for writable arrays: a read-only one, a constant
+                # or a wrapped buffer, takes the numpy form.)
                 if a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != shape or \
-                        not a.flags.c_contiguous:
+                        not a.flags.c_contiguous or not a.flags.writeable:
                     return False
                 params.append(next(q for q in range(r + 1) if args[q] is a))
             elif getattr(a, "dtype", None) != dtype or a.shape:  # a 0-d array or a scalar
@@ -472,7 +474,7 @@ class _Loop:
         fn = self._variant(params, params[into] if into >= 0 else None)
         if not fn:
             return False
-        flat = [args[r].reshape(-1) if full[r] else np.reshape(args[r], 1)
+        flat = [args[r].reshape(-1) if full[r] else np.array(args[r], ndmin=1)
                 for r in sorted(set(params))]
         if into < 0:
             flat.append(out.reshape(-1))

@@ -460,10 +460,11 @@ class _Loop:
         params = []
         for r, a in enumerate(args):
             if full[r]:
-                # (The loops are compiled for writable arrays: a read-only one, a constant
-                # or a wrapped buffer, takes the numpy form.)
+                # (The loops are compiled for aligned, writable arrays: a read-only one, a
+                # constant or a wrapped buffer, takes the numpy form.)
+                flags = a.flags
                 if a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != shape or \
-                        not a.flags.c_contiguous or not a.flags.writeable:
+                        not (flags.c_contiguous and flags.writeable and flags.aligned):
                     return False
                 params.append(next(q for q in range(r + 1) if args[q] is a))
             elif getattr(a, "dtype", None) != dtype or a.shape:  # a 0-d array or a scalar

@@ -169,7 +169,8 @@ def _relu_grad_kernel(xp):
                 g.dtype == features.dtype and g.dtype in _ROW_FLOATS and \
                 g.shape == features.shape and cpu_jit.wanted(g.size) and \
                 g.flags.c_contiguous and features.flags.c_contiguous and \
-                g.flags.writeable and features.flags.writeable:  # (compiled for these)
+                g.flags.writeable and features.flags.writeable and \
+                g.flags.aligned and features.flags.aligned:  # (compiled for these)
             fn = _RELU_GRAD_LOOP.compiled()
             if fn is not None:
                 out = np.empty(g.shape, g.dtype)

@@ -47,8 +47,10 @@ ORIGINS = weakref.WeakKeyDictionary()
 class Program:
     """The decoded sub-program of a FusedElementwise node."""
 
-    def __init__(self, ops, arity, args, dtypes, op_attrs, inplace, in_dtypes):
+    def __init__(self, ops, arity, args, dtypes, op_attrs, inplace, in_dtypes, outputs=None):
         self.prims = [registry.get(name) for name in ops]
+        # The sub-ops whose results are the node's outputs (by default the last one).
+        self.outputs = tuple(outputs) if outputs is not None else (len(self.prims) - 1,)
         self.refs = []
         pos = 0
         for n in arity:
@@ -65,7 +67,7 @@ class Program:
         a = node.attrs
         in_dtypes = [src.avals[i].dtype.name for src, i in node.inputs]
         return cls(a["ops"], a["arity"], a["args"], a["dtypes"], a["op_attrs"], a["inplace"],
-                   in_dtypes)
+                   in_dtypes, a.get("outputs"))
 
 
 def encode_attrs(attrs):
@@ -214,11 +216,15 @@ def python_source(program, donatable=(), variable_donors=(), out_param=False):
         lines.append("        %st%d = K%d(%s)" % (check, j, j, ", ".join(args)))
     # Sub-op j is on line j + 3 of the source; a failure is traced back through it.
     lines += ["    except Exception as exc:", "        _fail(exc.__traceback__.tb_lineno - 3, exc)",
-              "    return %s" % ("_out" if out_param else "t%d" % last)]
+              "    return %s" % ("_out" if out_param else ", ".join(
+                  "t%d" % j for j in program.outputs) + ("," if len(program.outputs) > 1
+                                                         else ""))]
     return "\n".join(lines) + "\n", env
 
 
 def _build_cpu(program, node, device, donatable=(), variable_donors=()):
+    if len(program.outputs) > 1:
+        return _build_cpu_several(program, node, device, variable_donors)
     out_aval = node.avals[0]
     ok = []
     for p in tuple(variable_donors) + tuple(donatable):  # a variable keeps its array
@@ -255,6 +261,46 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
          blocks_env)
     return _on_cores(fn, blocks_env["fused"], out_aval.dtype.np_dtype,
                      tuple(ok), variable_ok, source, threshold, smallest, loop)
+
+
+def _build_cpu_several(program, node, device, pairs):
+    """A program with several results (``update_loops``): its compiled loop writes each
+    result into the buffer of the variable it is assigned to, when the executor's
+    ``pairs`` (result, input reading that variable) allow it and nothing else holds that
+    buffer at run time; otherwise, or without the loop, the numpy form allocates them."""
+    source, env = python_source(program)
+    env["_fail"] = _failure(program, node, device)
+    exec(compile(source, "<fused %s>" % _label(node.name), "exec"), env)  # noqa: S102
+    fn = env["fused"]
+    aval = node.avals[0]
+    loop = _Loop.of(program, node)
+    if loop is None or aval.shape is None or None in aval.shape or \
+            any(a != aval for a in node.avals):
+        fn.source = source
+        return fn
+    shape, dtype, n_out = aval.shape, aval.dtype.np_dtype, len(program.outputs)
+    size = int(np.prod(shape))
+    threshold = cpu_threads.fused_min_elements(len(program.prims))
+
+    def run(*args):
+        outs = [None] * n_out
+        intos = [-1] * n_out
+        for o, p in pairs:
+            # args[p] is checked unbound: a local name would add one reference.
+            if args[p].__class__ is np.ndarray and args[p].shape == shape and \
+                    args[p].dtype == dtype and args[p].flags.c_contiguous and \
+                    p not in intos and _private_variable(args[p]):
+                outs[o] = args[p]
+                intos[o] = p
+        for o in range(n_out):
+            if outs[o] is None:
+                outs[o] = np.empty(shape, dtype)
+        if loop.run(args, outs, intos, shape, size, threshold):
+            return tuple(outs)
+        return fn(*args)
+
+    run.source = source
+    return run
 
 
 # Elements of a fused region's cache block (256 KiB of float32): Adam's second-moment
@@ -307,7 +353,7 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
                 break
         if out is None:
             out = np.empty(shape, dtype=dtype)
-        if loop is not None and loop.run(args, out, into, shape, size, threshold):
+        if loop is not None and loop.run(args, (out,), (into,), shape, size, threshold):
             return out
         rank = len(shape)
         extent = shape[axis]
@@ -348,17 +394,18 @@ _LOOPS = {}  # (source, signature) -> cpu_jit.Kernel, shared by every node and e
 _loops_lock = threading.Lock()
 
 
-def loop_source(program, full, params, into):
+def loop_source(program, full, params, intos):
     """The source of one compiled loop over a program of ``_EXACT`` sub-ops.
 
     ``full[r]`` says whether input ``r`` has the result's shape (else it is a scalar);
     ``params[r]`` is the parameter that carries input ``r`` (inputs that are one array at
-    run time share one); the loop writes into parameter ``into``, or into a last
-    parameter ``out`` when ``into`` is None. Every array parameter is flat.
+    run time share one); result ``o`` (of ``program.outputs``) goes into parameter
+    ``intos[o]``, or into a parameter ``out<o>`` after the inputs when that is None. Every
+    array parameter is flat.
     """
     names = sorted(set(params))
-    head = "def fused_loop(lo, hi, %s%s):" % (", ".join("a%d" % r for r in names),
-                                              "" if into is not None else ", out")
+    outs = ["out%d" % o for o, into in enumerate(intos) if into is None]
+    head = "def fused_loop(lo, hi, %s):" % ", ".join(["a%d" % r for r in names] + outs)
     lines = [head]
     refs = []
     for r in range(program.n_in):
@@ -374,7 +421,8 @@ def loop_source(program, full, params, into):
             lines.append("    b%d = a%d[lo:hi]" % (r, r))
     # The slice written is the slice read (one name): two slices of one array would fail
     # the compiled loop's overlap check and send it down its scalar path.
-    lines.append("    b_out = %s" % ("out[lo:hi]" if into is None else "b%d" % into))
+    for o, into in enumerate(intos):
+        lines.append("    c%d = %s" % (o, "out%d[lo:hi]" % o if into is None else "b%d" % into))
     lines.append("    for i in range(hi - lo):")
     for r in names:
         if full[r]:
@@ -383,7 +431,8 @@ def loop_source(program, full, params, into):
         expr = _EXACT[cpu_ufunc(prim)[0]].format(*[refs[r] for r in rs])
         lines.append("        t%d = %s" % (j, expr))
         refs.append("t%d" % j)
-    lines.append("        b_out[i] = t%d" % (len(program.prims) - 1))
+    for o, j in enumerate(program.outputs):
+        lines.append("        c%d[i] = t%d" % (o, j))
     return "\n".join(lines) + "\n"
 
 
@@ -420,6 +469,8 @@ class _Loop:
             if attrs or form is None or form[1] or form[0] not in _EXACT:
                 return None
         shape = node.avals[0].shape
+        if any(a.shape != shape or a.dtype.name != dtype for a in node.avals):
+            return None
         full = []
         for src, i in node.inputs:
             s = src.avals[i].shape
@@ -433,13 +484,15 @@ class _Loop:
             return None
         return cls(program, tuple(full), dtype)
 
-    def _variant(self, params, into):
-        key = (params, into)
-        fn = self.variants.get(key)
-        if fn is None:
-            source = loop_source(self.program, self.full, params, into)
+    def _variant(self, params, intos):
+        """The compiled loop for this way of passing the arrays, or None (the kernels
+        are off, or it did not compile)."""
+        key = (params, intos)
+        kernel = self.variants.get(key)
+        if kernel is None:
+            source = loop_source(self.program, self.full, params, intos)
             kind = "float32" if self.dtype == np.float32 else "float64"
-            n_arrays = len(set(params)) + (into is None)
+            n_arrays = len(set(params)) + intos.count(None)
             signature = "void(int64, int64, %s)" % ", ".join(["%s[::1]" % kind] * n_arrays)
             with _loops_lock:
                 kernel = _LOOPS.get((source, signature))
@@ -449,13 +502,13 @@ class _Loop:
                                                    "fused_loop", signatures=[signature],
                                                    error_model="numpy")
                     _LOOPS[(source, signature)] = kernel
-            fn = kernel.compiled() or False
-            self.variants[key] = fn
-        return fn
+            self.variants[key] = kernel
+        return kernel.compiled()
 
-    def run(self, args, out, into, shape, size, threshold):
-        """Computes the program into ``out`` (``args[into]`` when ``into >= 0``); False
-        when these arguments need the numpy form (or the loop is not usable)."""
+    def run(self, args, outs, intos, shape, size, threshold):
+        """Computes the program's results into ``outs`` (result ``o`` into
+        ``args[intos[o]]`` when ``intos[o] >= 0``, which is then ``outs[o]``); False when
+        these arguments need the numpy form (or the loop is not usable)."""
         dtype, full = self.dtype, self.full
         params = []
         for r, a in enumerate(args):
@@ -472,13 +525,12 @@ class _Loop:
             else:
                 params.append(r)
         params = tuple(params)
-        fn = self._variant(params, params[into] if into >= 0 else None)
+        fn = self._variant(params, tuple(params[i] if i >= 0 else None for i in intos))
         if not fn:
             return False
         flat = [args[r].reshape(-1) if full[r] else np.array(args[r], ndmin=1)
                 for r in sorted(set(params))]
-        if into < 0:
-            flat.append(out.reshape(-1))
+        flat += [out.reshape(-1) for out, i in zip(outs, intos) if i < 0]
         cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, *flat), size, size, threshold)
         return True
 
@@ -573,7 +625,7 @@ _KERNELS = {}
 
 
 def _build_gpu(program, node, device):
-    source = cuda_source(program)
+    source = cuda_source(program) if len(program.outputs) == 1 else None
     if source is None:
         return _interpreted(program, node, device)
     kernel = _KERNELS.get(source)
@@ -598,6 +650,7 @@ def _interpreted(program, node, device):
     kernels = [p.kernel(device.backend) for p in program.prims]
     fail = _failure(program, node, device)
     steps = list(zip(kernels, program.refs, program.attrs))
+    outputs = program.outputs
 
     def fused(*args):
         values = list(args)
@@ -606,6 +659,8 @@ def _interpreted(program, node, device):
                 values.append(kernel(*[values[r] for r in refs], **attrs))
         except Exception as exc:  # noqa: BLE001 - translated with the sub-op
             fail(len(values) - len(args), exc)
+        if len(outputs) > 1:
+            return tuple(values[len(args) + j] for j in outputs)
         return values[-1]
 
     return fused

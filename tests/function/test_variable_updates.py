@@ -178,6 +178,7 @@ def test_compiled_loops_give_the_numpy_regions_bits(dtype, threads, monkeypatch)
     pytest.importorskip("numba")
     cpu_threads.set_threads(threads)
     monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(cpu_threads, "FUSED_MIN_ELEMENTS", 1 << 12)  # loops split too
     make, grads = _keras_adam_pair((300, 257), dtype)
     alpha = ef.constant(dtype(0.01))
     ran = []

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 from eagerflow.function import builtins
 from eagerflow.function.passes import fused_step
-from eagerflow.function.passes.common import consumers, new_node, readers, resolved_device
+from eagerflow.function.passes.common import (
+    consumers, is_pure, new_node, readers, resolved_device,
+)
 
 __all__ = ["run"]
 
@@ -132,7 +134,7 @@ def _group(graph, p, uses, reads, outputs, controls, order, last_assign):
     for node in graph.nodes[first:order[p]]:
         if node in merged:
             continue
-        if node.op not in _BETWEEN and (node.prim is None or not node.prim.single):
+        if node.op not in _BETWEEN and not is_pure(node):
             return None
         variable = node.attrs.get("variable") if node.op in (
             builtins.READ_VARIABLE, builtins.ASSIGN_VARIABLE) else None
@@ -187,22 +189,19 @@ def _rewrite(graph, p, group):
                       tuple(n.avals[0] for n in programs), device=p.device,
                       name="update_" + p.name, origin=p.origin)
     fused_step.ORIGINS[merged] = tuple(origins)
-    assigns = [assign for _, assign, _ in group] + [_assign_of(graph, p)]
-    for k, assign in enumerate(assigns):
+    # The moved assignments follow the merged node; p's own stays where it was.
+    moved = [assign for _, assign, _ in group]
+    for k, assign in enumerate(moved):
         assign.inputs = [(merged, k)]
+    for node in graph.nodes:
+        if node.op == builtins.ASSIGN_VARIABLE and node.inputs and node.inputs[0][0] is p:
+            node.inputs = [(merged, len(moved))]
     dropped = {n for a, assign, r in group for n in (a, assign, r)}
     nodes = []
     for node in graph.nodes:
         if node is p:
             nodes.append(merged)
-            nodes.extend(assigns)
-        elif node in dropped or node is assigns[-1]:
-            continue
-        else:
+            nodes.extend(moved)
+        elif node not in dropped:
             nodes.append(node)
     graph.nodes = nodes
-
-
-def _assign_of(graph, p):
-    return next(n for n in graph.nodes if n.op == builtins.ASSIGN_VARIABLE and
-                n.inputs and n.inputs[0][0] is p)

@@ -74,3 +74,51 @@ def test_import_does_not_load_numba_and_env_turns_kernels_off(tmp_path):
         assert not cpu_jit.enabled()
         print("OK")
     """, tmp_path, env={"EAGERFLOW_CPU_KERNELS": "numpy"})
+
+
+_SOURCE = """import numpy as np
+
+
+def twice(x, out, lo, hi):
+    for i in range(lo, hi):
+        out[i] = np.float64(2.0) * x[i]
+"""
+
+
+def test_generated_source_is_cached_on_disk_and_loaded_by_a_later_process(tmp_path):
+    cache = tmp_path / "kernels"
+    code = """
+        import os, numpy as np
+        from eagerflow.backend import cpu_jit
+        k = cpu_jit.source_kernel(%r, "twice", signatures=[
+            "void(float64[::1], float64[::1], int64, int64)"])
+        x = np.arange(5.0); out = np.empty(5)
+        k.compiled()(x, out, 0, 5)
+        assert out.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]
+        assert k.fn.__code__.co_filename.startswith(os.environ["EAGERFLOW_KERNEL_CACHE"])
+        print("OK")
+    """ % _SOURCE
+    env = {"EAGERFLOW_KERNEL_CACHE": str(cache)}
+    run_python_ok(code, tmp_path, env=env)
+    files = sorted(p.name for p in cache.iterdir())
+    assert len([f for f in files if f.endswith(".py")]) == 1
+    compiled = list((cache / "__pycache__").glob("*.nbc"))
+    assert compiled
+    stamp = [p.stat().st_mtime_ns for p in compiled]
+    run_python_ok(code, tmp_path, env=env)  # loaded, not compiled and written again
+    assert [p.stat().st_mtime_ns for p in compiled] == stamp
+
+
+def test_a_cache_directory_others_may_write_is_not_used(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("EAGERFLOW_KERNEL_CACHE", str(shared))
+    assert cpu_jit.cache_directory() is None
+    k = cpu_jit.source_kernel(_SOURCE, "twice")
+    assert k.fn.__code__.co_filename == "<generated kernel>"  # compiled in memory
+    x = np.arange(3.0)
+    out = np.empty(3)
+    k.compiled()(x, out, 0, 3)
+    assert out.tolist() == [0.0, 2.0, 4.0]
+    assert list(shared.iterdir()) == []

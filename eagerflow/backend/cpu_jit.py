@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 
-__all__ = ["kernel", "enabled", "enabled_setting", "set_enabled", "wanted", "MIN_ELEMENTS",
-           "Kernel"]
+__all__ = ["kernel", "source_kernel", "cache_directory", "enabled", "enabled_setting",
+           "set_enabled", "wanted", "MIN_ELEMENTS", "Kernel"]
 
 # Below this many elements the numpy kernels run: they cost a few microseconds more per
 # call at most there, and a program of small tensors never pays numba's import (0.1-0.2 s).
@@ -95,11 +96,16 @@ class Kernel:
         signatures: Optional numba signature strings compiled at once on the first
             ``compiled()`` call (so that a failure to compile shows there, not midway
             through a kernel); without them numba compiles per argument types on call.
+        **options: Further ``numba.njit`` options, over the defaults ``nogil=True`` and
+            ``cache=True`` (generated source, which has no file, needs ``cache=False``;
+            ``error_model="numpy"`` lets loops that divide run on vector units, since
+            Python's model checks every division for a zero divisor).
     """
 
-    def __init__(self, fn, signatures=None):
+    def __init__(self, fn, signatures=None, **options):
         self.fn = fn
         self.signatures = signatures
+        self.options = options
         self._dispatcher = []  # [dispatcher] once compiled, [None] when it failed
 
     @property
@@ -121,7 +127,7 @@ class Kernel:
         if numba is None:
             return None
         try:
-            options = {"nogil": True, "cache": True}
+            options = {"nogil": True, "cache": True, **self.options}
             if self.signatures:
                 return numba.njit(list(self.signatures), **options)(self.fn)
             return numba.njit(**options)(self.fn)
@@ -131,8 +137,82 @@ class Kernel:
             return None
 
 
-def kernel(fn=None, *, signatures=None):
+def cache_directory():
+    """Where generated kernels' source files (and numba's compiled code beside them) live:
+    ``EAGERFLOW_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/eagerflow/kernels`` (``~/.cache``
+    when unset); None when it cannot be made private to this user."""
+    path = os.environ.get("EAGERFLOW_KERNEL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "eagerflow", "kernels")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError:
+        return None
+    # Files here are imported: a directory someone else may write into is not used.
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return path
+
+
+def _source_function(source, name):
+    """``name`` from ``source`` loaded from a file in ``cache_directory()`` (written once,
+    atomically, and read back before use), or None when no file can be used."""
+    import hashlib
+    import importlib.util
+    import tempfile
+
+    directory = cache_directory()
+    if directory is None:
+        return None
+    digest = hashlib.sha1(source.encode()).hexdigest()[:24]
+    path = os.path.join(directory, "k_%s.py" % digest)
+    try:
+        try:
+            with open(path, encoding="utf-8") as f:
+                current = f.read()
+        except FileNotFoundError:
+            current = None
+        if current != source:
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(source)
+            os.replace(tmp, path)
+            with open(path, encoding="utf-8") as f:
+                if f.read() != source:
+                    return None
+        module_name = "eagerflow_kernel_" + digest
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            # numba finds a cached function's globals through its module's name.
+            sys.modules[module_name] = module
+        return getattr(module, name)
+    except (OSError, ImportError, SyntaxError, AttributeError) as exc:
+        _log.debug("generated kernel not cached on disk (%s)", exc)
+        return None
+
+
+def source_kernel(source, name, signatures=None, **options):
+    """A kernel from generated source defining ``name`` (a module's text, its own
+    imports included), cached on disk like a declared kernel: the text goes once into a
+    file named by its digest under ``cache_directory()``, whose compiled code numba keeps
+    beside it, so a later process loads it instead of compiling it again. Without a usable
+    directory the source is compiled in memory, every process anew.
+    """
+    fn = _source_function(source, name)
+    if fn is None:
+        env = {}
+        exec(compile(source, "<generated kernel>", "exec"), env)  # noqa: S102
+        fn = env[name]
+        options = dict(options, cache=False)
+    return Kernel(fn, signatures, **options)
+
+
+def kernel(fn=None, *, signatures=None, **options):
     """Declares ``fn`` a compiled kernel (see ``Kernel``); usable as a decorator."""
     if fn is None:
-        return lambda f: Kernel(f, signatures)
-    return Kernel(fn, signatures)
+        return lambda f: Kernel(f, signatures, **options)
+    return Kernel(fn, signatures, **options)

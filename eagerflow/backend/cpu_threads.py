@@ -182,5 +182,9 @@ def run_blocks(fn, n, elements, min_elements=MIN_ELEMENTS, xp=None):
         pool.submit(chunks.work)
     chunks.work()
     chunks.finished.wait()
+    # A worker may still hold the chunks for a moment after the last one finished: drop
+    # the kernel (and the arrays it closes over) now, so that a buffer's reference count
+    # read by the next step does not depend on when that thread lets go.
+    chunks.fn = None
     if chunks.error is not None:
         raise chunks.error

@@ -323,7 +323,19 @@ def _read_modify_write(nodes, slots, frees):
     position = {node.id: k for k, node in enumerate(nodes)}
     out = {}
     for k, node in enumerate(nodes):
-        if node.op != builtins.FUSED_ELEMENTWISE or node.num_outputs != 1:
+        if node.op != builtins.FUSED_ELEMENTWISE:
+            continue
+        if node.num_outputs > 1:
+            # Several results (``update_loops``): (result, input) pairs, each result
+            # assigned to the variable that input reads, under the same conditions.
+            pairs = []
+            for o in range(node.num_outputs):
+                position_o = _update_in_place(nodes, slots, frees, consumers, position, k,
+                                              node, o)
+                if position_o is not None:
+                    pairs.append((o, position_o))
+            if pairs:
+                out[k] = tuple(pairs)
             continue
         users = consumers.get(slots[(node.id, 0)], [])
         if len(users) != 1:
@@ -344,6 +356,25 @@ def _read_modify_write(nodes, slots, frees):
         if positions:
             out[k] = tuple(positions[:1])
     return out
+
+
+def _update_in_place(nodes, slots, frees, consumers, position, k, node, o):
+    """The input of step ``k`` whose variable buffer result ``o`` may be written into."""
+    users = consumers.get(slots[(node.id, o)], [])
+    if len(users) != 1:
+        return None
+    assign = nodes[users[0]]
+    if assign.op != builtins.ASSIGN_VARIABLE or slots[(node.id, o)] not in frees[users[0]]:
+        return None
+    variable = assign.attrs.get("variable")
+    if any(n.op == builtins.READ_VARIABLE and n.attrs.get("variable") == variable
+           for n in nodes[k + 1:users[0]]):
+        return None
+    for p, (src, idx) in enumerate(node.inputs):
+        if (src.op == builtins.READ_VARIABLE and src.attrs.get("variable") == variable
+                and slots[(src.id, idx)] in frees[k] and src.id in position):
+            return p
+    return None
 
 
 def _assign_step(var, op, owns_input=False):

@@ -324,9 +324,12 @@ def _check_fused(node, at):
     except (KeyError, TypeError):
         raise _refuse("%s lacks its sub-program attributes." % at) from None
     n_in = len(node.inputs)
+    outputs = a.get("outputs", (len(ops) - 1,))
     if not ops or not (len(ops) == len(arity) == len(dtypes) == len(op_attrs) ==
                        len(inplace)) or any(n.__class__ is not int or n < 0 for n in arity) \
-            or sum(arity) != len(args) or node.num_outputs != 1:
+            or sum(arity) != len(args) or not isinstance(outputs, tuple) or \
+            node.num_outputs != len(outputs) or len(set(outputs)) != len(outputs) or any(
+                o.__class__ is not int or not 0 <= o < len(ops) for o in outputs):
         raise _refuse("%s has an inconsistent sub-program." % at)
     pos = 0
     for j, (name, n, text, target) in enumerate(zip(ops, arity, op_attrs, inplace)):

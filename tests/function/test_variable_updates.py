@@ -130,3 +130,260 @@ def test_blocked_region_with_broadcast_operands_equals_eager_bits():
     for threads in (1, 2):
         cpu_threads.set_threads(threads)
         np.testing.assert_array_equal(traced(x, row, col).numpy(), want)
+
+
+# -- fused regions compiled into one loop (backend.cpu_jit) ----------------------------------
+
+def _bits(a):
+    # Every bit but a NaN's sign and payload (which the order of a commuted operand may
+    # pick, here and between numpy's own vector and scalar loops).
+    a = np.where(np.isnan(a), np.nan, a).astype(np.asarray(a).dtype)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def _keras_adam_pair(shape, dtype):
+    """Adam as Keras writes it (``m.assign_add((g - m) * c)`` reads ``m`` twice, so one
+    array arrives as two inputs of the region), with a gradient holding zeros, signed
+    zeros, infinities and NaNs; returns (make, grads)."""
+    start = RNG.standard_normal(shape).astype(dtype)
+    grads = []
+    for k in range(3):
+        g = RNG.standard_normal(shape).astype(dtype)
+        flat = g.reshape(-1)
+        flat[k:k + 40:4] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-38, 3e38, 0.0, -0.0]
+        grads.append(ef.constant(g))
+
+    def make():
+        p, m, v = (ef.Variable(start.copy()), ef.Variable(np.zeros(shape, dtype)),
+                   ef.Variable(np.zeros(shape, dtype)))
+
+        def step(g, alpha):
+            m.assign_add((g - m) * (1.0 - 0.9))
+            v.assign_add((ef.square(g) - v) * (1.0 - 0.999))
+            p.assign_sub((m * alpha) / (ef.sqrt(v) + 1e-7))
+            w = -(p * 0.5) / (g + 2.0)   # a region writing a fresh array
+            return w
+        return step, [p, m, v]
+
+    return make, grads
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 0])
+def test_compiled_loops_give_the_numpy_regions_bits(dtype, threads, monkeypatch):
+    # The same step traced with the compiled loops and with them off, and run eagerly:
+    # every variable and the returned value are the same bits (signed zeros included).
+    from eagerflow.backend import cpu_jit
+
+    pytest.importorskip("numba")
+    cpu_threads.set_threads(threads)
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(cpu_threads, "FUSED_MIN_ELEMENTS", 1 << 12)  # loops split too
+    make, grads = _keras_adam_pair((300, 257), dtype)
+    alpha = ef.constant(dtype(0.01))
+    ran = []
+    run = fused_step._Loop.run
+    monkeypatch.setattr(fused_step._Loop, "run",
+                        lambda self, *a: ran.append(run(self, *a)) or ran[-1])
+    runs = []
+    for form in ("jit", "numpy", "eager"):
+        step, variables = make()
+        fn = step if form == "eager" else ef.function(step)
+        try:
+            cpu_jit.set_enabled(form != "numpy")
+            outs = [fn(g, alpha).numpy() for g in grads]
+        finally:
+            cpu_jit.set_enabled(True)
+        runs.append([_bits(v.numpy()) for v in variables] + [_bits(o) for o in outs])
+    # Every step ran its loops: the merged update (update_loops) and the fresh region.
+    assert ran.count(True) == 2 * len(grads)
+    for got in runs[:2]:
+        for a, b in zip(got, runs[2]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_which_regions_compile_to_one_loop():
+    pytest.importorskip("numba")
+    x = ef.constant(RNG.standard_normal((200, 100)).astype(np.float32))
+    row = ef.constant(RNG.standard_normal(100).astype(np.float32))
+    c = ef.constant(np.float32(3.0))
+
+    def loops(f, *args):
+        graph = passes.optimize(ef.function(f).get_concrete_function(*args).graph)
+        nodes = [n for n in graph.nodes if n.op == "FusedElementwise"]
+        assert len(nodes) == 1
+        return fused_step._Loop.of(fused_step.Program.of(nodes[0]), nodes[0])
+
+    assert loops(lambda x, c: ef.sqrt(x * x + c) / (x - c), x, c) is not None
+    assert loops(lambda x, c: ef.tanh(x * c) + x, x, c) is None  # tanh: not one IEEE op
+    assert loops(lambda x, r: (x + r) * 2.0, x, row) is None  # a broadcast row
+    assert loops(lambda x: ef.cast(x * 2.0, ef.float64) + 1.0, x) is None  # two dtypes
+
+
+def test_a_loop_writing_its_input_reads_and_writes_one_slice():
+    # Two slices of one array would fail the compiled overlap check (scalar code).
+    node_program = fused_step.Program(("Mul", "Sub"), (2, 2), (0, 1, 2, 3), ("float32",) * 2,
+                                      ("", ""), (-1, -1), ("float32",) * 3)
+    source = fused_step.loop_source(node_program, (True, False, True), (0, 1, 2), (2,))
+    assert "c0 = b2" in source and "out" not in source.split(":")[0]
+    fresh = fused_step.loop_source(node_program, (True, False, True), (0, 1, 0), (None,))
+    assert "a2" not in fresh.split(":")[0] and "c0 = out0[lo:hi]" in fresh
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_keras_adam_reads_each_slot_once_and_keeps_its_buffers(jit):
+    # ``m.assign_add((g - m) * c)`` reads m twice; the update's read merges with the first
+    # (cse after assign_update), so the region reads m once and writes into its buffer.
+    from eagerflow.backend import cpu_jit
+
+    make, grads = _keras_adam_pair((300, 257), np.float32)
+    step, variables = make()
+    traced = ef.function(step)
+    alpha = ef.constant(np.float32(0.01))
+    graph = passes.optimize(traced.get_concrete_function(grads[0], alpha).graph)
+    for node in graph.nodes:
+        if node.op == "FusedElementwise":
+            reads = [src.attrs["variable"] for src, _ in node.inputs
+                     if src.op == "ReadVariableOp"]
+            assert len(reads) == len(set(reads))
+    try:
+        cpu_jit.set_enabled(jit)
+        traced(grads[0], alpha)
+        buffers = [id(v._value) for v in variables]
+        for g in grads[1:]:
+            traced(g, alpha)
+    finally:
+        cpu_jit.set_enabled(True)
+    assert [id(v._value) for v in variables] == buffers
+
+
+def test_a_read_only_operand_takes_the_numpy_form():
+    # The loops are compiled for writable arrays; a read-only buffer (wrapped as is) and a
+    # read-only scalar still compute, through the numpy form and a copy respectively.
+    from eagerflow.backend import cpu_jit
+    from eagerflow.framework import context
+    from eagerflow.tensor import wrap
+
+    pytest.importorskip("numba")
+    frozen = RNG.standard_normal((300, 257)).astype(np.float32)
+    frozen.flags.writeable = False
+    scalar = np.array(3.0, np.float32)
+    scalar.flags.writeable = False
+    f = ef.function(lambda x, s: ef.sqrt(x * x + s) - x)
+    x, s = wrap(frozen, context.CPU0), wrap(scalar, context.CPU0)
+    want = np.sqrt(frozen * frozen + scalar) - frozen
+    assert cpu_jit.wanted(frozen.size)
+    np.testing.assert_array_equal(f(x, s).numpy(), want)
+    np.testing.assert_array_equal(f(ef.constant(frozen), s).numpy(), want)
+
+
+# -- a variable's updates as one region with several results (update_loops) ------------------
+
+def _merged(graph):
+    return [n for n in graph.nodes if n.op == "FusedElementwise" and n.num_outputs > 1]
+
+
+@pytest.mark.parametrize("form", ["keras", "benchmark"])
+def test_adam_updates_of_a_variable_merge_into_one_region(form):
+    pytest.importorskip("numba")
+    if form == "keras":
+        make, grads = _keras_adam_pair((300, 257), np.float32)
+        step, variables = make()
+        args = (grads[0], ef.constant(np.float32(0.01)))
+    else:
+        traced, _, variables, _, grads = _adam_pair((300, 257))
+        step = traced.python_function
+        args = (grads[0], ef.constant(np.float32(0.01)))
+    graph = passes.optimize(ef.function(step).get_concrete_function(*args).graph)
+    merged = _merged(graph)
+    assert len(merged) == 1 and merged[0].num_outputs == 3
+    k = graph.nodes.index(merged[0])
+    assigned = [n.attrs["variable"] for n in graph.nodes[k + 1:k + 4]]
+    assert [n.op for n in graph.nodes[k + 1:k + 4]] == ["AssignVariableOp"] * 3
+    p, m, v = (next(i for i, w in enumerate(graph.variables) if w is var)
+               for var in variables)
+    assert assigned == [m, v, p]
+    # Without the compiled kernels the regions stay apart (their numpy form is faster).
+    from eagerflow.backend import cpu_jit
+    try:
+        cpu_jit.set_enabled(False)
+        graph = passes.optimize(ef.function(step).get_concrete_function(*args).graph)
+    finally:
+        cpu_jit.set_enabled(True)
+    assert not _merged(graph)
+
+
+def test_a_merged_update_falls_back_to_its_numpy_form_with_the_same_bits():
+    # Built with the loop, then run with the compiled kernels off: the node's numpy form.
+    from eagerflow.backend import cpu_jit
+
+    pytest.importorskip("numba")
+    make, grads = _keras_adam_pair((300, 257), np.float32)
+    alpha = ef.constant(np.float32(0.01))
+    step, tvars = make()
+    traced = ef.function(step)
+    eager, evars = make()
+    traced(grads[0], alpha)
+    eager(grads[0], alpha)
+    try:
+        cpu_jit.set_enabled(False)
+        for g in grads[1:]:
+            np.testing.assert_array_equal(_bits(traced(g, alpha).numpy()),
+                                          _bits(eager(g, alpha).numpy()))
+    finally:
+        cpu_jit.set_enabled(True)
+    for t, e in zip(tvars, evars):
+        np.testing.assert_array_equal(_bits(t.numpy()), _bits(e.numpy()))
+
+
+@pytest.mark.parametrize("form", ["read_between", "write_between", "returned"])
+def test_updates_stay_apart_when_moving_them_could_be_seen(form):
+    pytest.importorskip("numba")
+    shape = (300, 257)
+    start = RNG.standard_normal(shape).astype(np.float32)
+    grads = [ef.constant(RNG.standard_normal(shape).astype(np.float32)) for _ in range(2)]
+
+    def make():
+        p, m = ef.Variable(start.copy()), ef.Variable(np.zeros(shape, np.float32))
+
+        def step(g):
+            m.assign(0.9 * m + 0.1 * g)
+            seen = None
+            if form == "read_between":
+                seen = m.read_value() * 2.0  # reads the new m before p's update
+            elif form == "write_between":
+                m.assign_add(g * 0.0 + 1.0)
+            mid = m.read_value() if form == "returned" else None
+            p.assign_sub(0.01 * m)
+            return [t for t in (seen, mid, p.read_value() * 1.0) if t is not None]
+        return step, [p, m]
+
+    step, tvars = make()
+    traced = ef.function(step)
+    eager, evars = make()
+    graph = passes.optimize(traced.get_concrete_function(grads[0]).graph)
+    if form != "write_between":
+        assert not _merged(graph)
+    for g in grads:
+        for a, b in zip(traced(g), eager(g)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for t, e in zip(tvars, evars):
+        np.testing.assert_array_equal(t.numpy(), e.numpy())
+
+
+def test_a_merged_update_round_trips_through_the_serializer_and_is_validated():
+    from eagerflow import errors
+    from eagerflow.function import graph_validation, serialize
+
+    pytest.importorskip("numba")
+    traced, _, _, _, grads = _adam_pair((300, 257))
+    graph = passes.optimize(traced.get_concrete_function(
+        grads[0], ef.constant(np.float32(0.01))).graph)
+    node = _merged(graph)[0]
+    data = serialize.proto_to_bytes(serialize.graph_to_proto(graph, embed_variables=True))
+    loaded = serialize.proto_to_graph(serialize.bytes_to_proto(data))
+    assert _merged(loaded)[0].attrs == node.attrs
+    assert _merged(loaded)[0].num_outputs == 3
+    node.attrs = dict(node.attrs, outputs=(0, 0, 1))
+    with pytest.raises(errors.OpError, match="inconsistent sub-program"):
+        graph_validation._check_fused(node, "node %s" % node.name)

@@ -165,3 +165,23 @@ def test_progbar_used_directly(capsys):
     bar = keras.utils.Progbar(target=None, verbose=2)
     bar.update(3, [("x", 0.0001)], finalize=True)
     assert capsys.readouterr().out.startswith("3/Unknown - ")
+
+
+@pytest.mark.parametrize("shuffle", [True, False, "batch"])
+def test_array_batches_own_their_memory(shuffle):
+    # A shuffled batch is gathered into a fresh array that becomes the tensor without a
+    # second copy; sliced batches (views of the data) are copied. Either way a later write
+    # to the user's arrays never reaches a batch.
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    y = np.arange(10, dtype=np.int32)
+    adapter = data_adapter.ArrayAdapter(x, y, batch_size=4, shuffle=shuffle)
+    batches = list(adapter.epoch())
+    kept = [(bx.numpy().copy(), by.numpy().copy()) for bx, by in batches]
+    x[...] = -1.0
+    y[...] = -1
+    for (bx, by), (wx, wy) in zip(batches, kept):
+        assert not np.shares_memory(bx.numpy(), x)
+        np.testing.assert_array_equal(bx.numpy(), wx)
+        np.testing.assert_array_equal(by.numpy(), wy)
+        assert bx.dtype == ef.float32 and by.dtype == ef.int32
+    assert sorted(np.concatenate([wy for _, wy in kept]).tolist()) == list(range(10))

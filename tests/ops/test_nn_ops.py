@@ -142,6 +142,44 @@ def test_kink_gradients_follow_tf():
         [SELU_SCALE, SELU_SCALE * SELU_ALPHA * math.exp(-1.0)])
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 0])
+def test_relu_grad_compiled_loop_gives_the_masked_products_bits(dtype, threads, monkeypatch):
+    # The compiled ReluGrad (large float arrays) against numpy's product with the mask:
+    # NaN/infinite cotangents, NaN features, signed zeros; a transposed (non-contiguous)
+    # input, mixed dtypes and a read-only input keep the numpy form.
+    from eagerflow.backend import cpu_jit, cpu_threads
+
+    pytest.importorskip("numba")
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 8)
+    monkeypatch.setattr(cpu_threads, "FUSED_MIN_ELEMENTS", 1 << 12)
+    cpu_threads.set_threads(threads)
+    try:
+        rng = np.random.default_rng(3)
+        g = rng.standard_normal((97, 130)).astype(dtype)
+        f = rng.standard_normal((97, 130)).astype(dtype)
+        g.reshape(-1)[:10] = [np.inf, -np.inf, np.nan, -0.0, 0.0, 1.0, -1.0, np.nan, -2.0, 3.0]
+        f.reshape(-1)[:10] = [1.0, -1.0, 1.0, 1.0, -1.0, np.nan, 0.0, -0.0, -1.0, np.inf]
+        ran = []
+        loop = activation_ops._RELU_GRAD_LOOP
+        monkeypatch.setattr(loop, "compiled", lambda real=loop.compiled: ran.append(1) or real())
+        kernel = activation_ops._relu_grad_kernel(np)
+        other = np.float64 if dtype == np.float32 else np.float32
+        frozen = f.copy()
+        frozen.flags.writeable = False
+        for a, b in ((g, f), (g.T, f.T), (g, f.astype(other)), (g, frozen)):
+            with np.errstate(invalid="ignore"):
+                want = a * (b > 0)
+                got = kernel(a, b)
+            assert got.dtype == want.dtype
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            assert same.all() and (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+        assert len(ran) == 1  # the contiguous pair only
+    finally:
+        cpu_threads.set_threads(0)
+
+
 @pytest.mark.parametrize("approximate", [False, True])
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_gelu(approximate, dtype):

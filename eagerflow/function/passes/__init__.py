@@ -17,13 +17,17 @@
 * ``layer_norm``: a layer norm's input gradient as one LayerNormGrad;
 * ``conv_columns``: a convolution and its filter gradient on one Im2Col column matrix;
 * ``assign_update``: ``v.assign_sub(u)`` of an elementwise ``u`` as ``v.assign(v - u)``, so
-  that the subtraction joins ``u``'s fused region and writes into the variable's buffer;
-* ``fusion``: clusters of elementwise ops become one FusedElementwise node.
+  that the subtraction joins ``u``'s fused region and writes into the variable's buffer
+  (then ``cse`` again, which merges its read with an earlier read of ``v``);
+* ``fusion``: clusters of elementwise ops become one FusedElementwise node;
+* ``update_loops``: a variable's update regions that read each other's assigned results
+  (Adam's moments, then its parameter) as one FusedElementwise node with several results,
+  when the regions compile to loops (``backend.cpu_jit``).
 
 The first five run in that order, repeated while anything changes (at most ``MAX_ROUNDS``
 times), then collectives, remap, fused_matmul, slice_grads, layer_norm, conv_columns,
-assign_update and fusion run once (all but collectives under the ``remapping`` option, the
-last two also under ``elementwise_fusion``). Each is switched by
+assign_update, fusion and update_loops run once (all but collectives under the
+``remapping`` option, the last three also under ``elementwise_fusion``). Each is switched by
 ``eagerflow.config.optimizer`` options (collectives only by ``disable_meta_optimizer``:
 merging never changes a value, and every rank must rewrite its graph the same way).
 
@@ -43,7 +47,7 @@ from eagerflow.function import executor as _executor
 from eagerflow.function import optimizer_config
 from eagerflow.function.passes import (
     algebraic, assign_update, collectives, constant_folding, conv_columns, cse, dce,
-    fused_matmul, fused_step, fusion, layer_norm, remap, slice_grads,
+    fused_matmul, fused_step, fusion, layer_norm, remap, slice_grads, update_loops,
 )
 from eagerflow.function.passes.common import copy_graph
 
@@ -108,6 +112,11 @@ def _optimize(graph, opts, done):
         layer_norm.run(out)
         conv_columns.run(out)
     if opts["remapping"] and opts["elementwise_fusion"]:
-        assign_update.run(out)
+        if assign_update.run(out) and opts["common_subgraph_elimination"]:
+            # Its reads merge with the update's own (Keras' ``m += (g - m) * c`` reads m
+            # twice), so that the region reads the variable's buffer once and may write
+            # into it.
+            cse.run(out)
         fusion.run(out)
+        update_loops.run(out)
     return out

@@ -25,12 +25,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import sys
+import threading
 import weakref
 
 import numpy as np
 
 from eagerflow import errors
-from eagerflow.backend import cpu_threads
+from eagerflow.backend import cpu_jit, cpu_threads
 from eagerflow.function.executor import _label
 from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch, registry
@@ -46,8 +47,10 @@ ORIGINS = weakref.WeakKeyDictionary()
 class Program:
     """The decoded sub-program of a FusedElementwise node."""
 
-    def __init__(self, ops, arity, args, dtypes, op_attrs, inplace, in_dtypes):
+    def __init__(self, ops, arity, args, dtypes, op_attrs, inplace, in_dtypes, outputs=None):
         self.prims = [registry.get(name) for name in ops]
+        # The sub-ops whose results are the node's outputs (by default the last one).
+        self.outputs = tuple(outputs) if outputs is not None else (len(self.prims) - 1,)
         self.refs = []
         pos = 0
         for n in arity:
@@ -64,7 +67,7 @@ class Program:
         a = node.attrs
         in_dtypes = [src.avals[i].dtype.name for src, i in node.inputs]
         return cls(a["ops"], a["arity"], a["args"], a["dtypes"], a["op_attrs"], a["inplace"],
-                   in_dtypes)
+                   in_dtypes, a.get("outputs"))
 
 
 def encode_attrs(attrs):
@@ -213,11 +216,15 @@ def python_source(program, donatable=(), variable_donors=(), out_param=False):
         lines.append("        %st%d = K%d(%s)" % (check, j, j, ", ".join(args)))
     # Sub-op j is on line j + 3 of the source; a failure is traced back through it.
     lines += ["    except Exception as exc:", "        _fail(exc.__traceback__.tb_lineno - 3, exc)",
-              "    return %s" % ("_out" if out_param else "t%d" % last)]
+              "    return %s" % ("_out" if out_param else ", ".join(
+                  "t%d" % j for j in program.outputs) + ("," if len(program.outputs) > 1
+                                                         else ""))]
     return "\n".join(lines) + "\n", env
 
 
 def _build_cpu(program, node, device, donatable=(), variable_donors=()):
+    if len(program.outputs) > 1:
+        return _build_cpu_several(program, node, device, variable_donors)
     out_aval = node.avals[0]
     ok = []
     for p in tuple(variable_donors) + tuple(donatable):  # a variable keeps its array
@@ -240,6 +247,12 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     # Regions of several sub-ops run over cache-sized blocks from two blocks' size up.
     blocked = len(program.prims) > 1
     smallest = min(threshold, 2 * CACHE_BLOCK_ELEMENTS) if blocked else threshold
+    loop = _Loop.of(program, node) if static and shape else None
+    if loop is not None:
+        if not cpu_jit.wanted(int(np.prod(shape))):
+            loop = None
+        else:
+            smallest = min(smallest, cpu_jit.MIN_ELEMENTS)
     if static and (not shape or int(np.prod(shape)) < smallest):
         return fn
     blocks_source, blocks_env = python_source(program, out_param=True)
@@ -247,7 +260,47 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     exec(compile(blocks_source, "<fused %s>" % _label(node.name), "exec"),  # noqa: S102
          blocks_env)
     return _on_cores(fn, blocks_env["fused"], out_aval.dtype.np_dtype,
-                     tuple(ok), variable_ok, source, threshold, smallest)
+                     tuple(ok), variable_ok, source, threshold, smallest, loop)
+
+
+def _build_cpu_several(program, node, device, pairs):
+    """A program with several results (``update_loops``): its compiled loop writes each
+    result into the buffer of the variable it is assigned to, when the executor's
+    ``pairs`` (result, input reading that variable) allow it and nothing else holds that
+    buffer at run time; otherwise, or without the loop, the numpy form allocates them."""
+    source, env = python_source(program)
+    env["_fail"] = _failure(program, node, device)
+    exec(compile(source, "<fused %s>" % _label(node.name), "exec"), env)  # noqa: S102
+    fn = env["fused"]
+    aval = node.avals[0]
+    loop = _Loop.of(program, node)
+    if loop is None or aval.shape is None or None in aval.shape or \
+            any(a != aval for a in node.avals):
+        fn.source = source
+        return fn
+    shape, dtype, n_out = aval.shape, aval.dtype.np_dtype, len(program.outputs)
+    size = int(np.prod(shape))
+    threshold = cpu_threads.fused_min_elements(len(program.prims))
+
+    def run(*args):
+        outs = [None] * n_out
+        intos = [-1] * n_out
+        for o, p in pairs:
+            # args[p] is checked unbound: a local name would add one reference.
+            if args[p].__class__ is np.ndarray and args[p].shape == shape and \
+                    args[p].dtype == dtype and args[p].flags.c_contiguous and \
+                    p not in intos and _private_variable(args[p]):
+                outs[o] = args[p]
+                intos[o] = p
+        for o in range(n_out):
+            if outs[o] is None:
+                outs[o] = np.empty(shape, dtype)
+        if loop.run(args, outs, intos, shape, size, threshold):
+            return tuple(outs)
+        return fn(*args)
+
+    run.source = source
+    return run
 
 
 # Elements of a fused region's cache block (256 KiB of float32): Adam's second-moment
@@ -256,7 +309,8 @@ def _build_cpu(program, node, device, donatable=(), variable_donors=()):
 CACHE_BLOCK_ELEMENTS = 1 << 16
 
 
-def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, smallest):
+def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, smallest,
+              loop=None):
     """Runs a fused CPU program on blocks of rows: in threads when its result has at least
     ``threshold`` elements (``cpu_threads.fused_min_elements`` of its sub-op count), and
     over cache-sized blocks of rows from ``smallest`` elements.
@@ -270,7 +324,8 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
     Within each thread's rows the program runs over blocks of about
     ``CACHE_BLOCK_ELEMENTS``: a region's sub-ops then pass over intermediates that are
     still in cache, and each input is read from memory once instead of once per sub-op
-    that reads it.
+    that reads it. A program that compiles to one loop (``_Loop``) runs that loop instead:
+    one pass over memory, no intermediates at all.
     """
 
     def run(*args):
@@ -287,15 +342,19 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
         if size < smallest or axis is None:
             return fn(*args)
         out = None
+        into = -1
         for p in donors:
             # args[p] is checked unbound: a local name would add one reference.
             check = _private_variable if p in variable_donors else _private
             if args[p].__class__ is np.ndarray and args[p].shape == shape and \
                     args[p].dtype == dtype and args[p].flags.c_contiguous and check(args[p]):
                 out = args[p]
+                into = p
                 break
         if out is None:
             out = np.empty(shape, dtype=dtype)
+        if loop is not None and loop.run(args, (out,), (into,), shape, size, threshold):
+            return out
         rank = len(shape)
         extent = shape[axis]
         lead = (slice(None),) * axis
@@ -321,6 +380,163 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
 
     run.source = source
     return run
+
+
+# -- compiled loops (CPU) -------------------------------------------------------------------
+# The ufuncs whose float kernel is one correctly rounded IEEE operation per element, as a
+# scalar expression: a loop of these computes numpy's bits (numba adds no fast-math flags,
+# so no contraction into fused multiply-adds and no reassociation).
+_EXACT = {np.add: "{0} + {1}", np.subtract: "{0} - {1}", np.multiply: "{0} * {1}",
+          np.divide: "{0} / {1}", np.negative: "-{0}", np.square: "{0} * {0}",
+          np.sqrt: "np.sqrt({0})"}
+_LOOP_DTYPES = ("float32", "float64")
+_LOOPS = {}  # (source, signature) -> cpu_jit.Kernel, shared by every node and executor
+_loops_lock = threading.Lock()
+
+
+def loop_source(program, full, params, intos):
+    """The source of one compiled loop over a program of ``_EXACT`` sub-ops.
+
+    ``full[r]`` says whether input ``r`` has the result's shape (else it is a scalar);
+    ``params[r]`` is the parameter that carries input ``r`` (inputs that are one array at
+    run time share one); result ``o`` (of ``program.outputs``) goes into parameter
+    ``intos[o]``, or into a parameter ``out<o>`` after the inputs when that is None. Every
+    array parameter is flat.
+    """
+    names = sorted(set(params))
+    outs = ["out%d" % o for o, into in enumerate(intos) if into is None]
+    head = "def fused_loop(lo, hi, %s):" % ", ".join(["a%d" % r for r in names] + outs)
+    lines = [head]
+    refs = []
+    for r in range(program.n_in):
+        if not full[r]:
+            lines.append("    s%d = a%d[0]" % (r, params[r]))
+            refs.append("s%d" % r)
+        else:
+            refs.append("x%d" % params[r])
+    # Slices, then indices from 0: LLVM vectorizes a loop over ``range(lo, hi)`` that
+    # writes one of its inputs only in this form (it cannot rule out negative indices).
+    for r in names:
+        if full[r]:
+            lines.append("    b%d = a%d[lo:hi]" % (r, r))
+    # The slice written is the slice read (one name): two slices of one array would fail
+    # the compiled loop's overlap check and send it down its scalar path.
+    for o, into in enumerate(intos):
+        lines.append("    c%d = %s" % (o, "out%d[lo:hi]" % o if into is None else "b%d" % into))
+    lines.append("    for i in range(hi - lo):")
+    for r in names:
+        if full[r]:
+            lines.append("        x%d = b%d[i]" % (r, r))
+    for j, (prim, rs) in enumerate(zip(program.prims, program.refs)):
+        expr = _EXACT[cpu_ufunc(prim)[0]].format(*[refs[r] for r in rs])
+        lines.append("        t%d = %s" % (j, expr))
+        refs.append("t%d" % j)
+    for o, j in enumerate(program.outputs):
+        lines.append("        c%d[i] = t%d" % (o, j))
+    return "\n".join(lines) + "\n"
+
+
+class _Loop:
+    """A fused program compiled into one loop over the flattened elements (``cpu_jit``).
+
+    numpy runs a region as one call per sub-op, each a pass over memory (over cache-sized
+    blocks, see ``_on_cores``); the loop reads each input once and writes the result once,
+    keeping every intermediate in a register. Only programs of ``_EXACT`` sub-ops in one
+    float dtype, with two or more sub-ops, whose inputs have the result's shape or are
+    scalars, compile: the loop then gives numpy's bits. One loop is compiled per way of
+    writing the result (into a donor input, in place, or into a fresh array) and per
+    pattern of inputs that are the same array (one parameter for them: the compiled loop
+    runs on vector units only when the array it writes overlaps no other parameter).
+    """
+
+    def __init__(self, program, full, dtype):
+        self.program = program
+        self.full = full
+        self.dtype = np.dtype(dtype)
+        self.variants = {}
+
+    @classmethod
+    def of(cls, program, node):
+        """The loop of a node's program, or None when it does not compile to one."""
+        if len(program.prims) < 2:
+            return None
+        dtype = node.avals[0].dtype.name
+        if dtype not in _LOOP_DTYPES or any(d != dtype for d in program.dtypes) or \
+                any(d != dtype for d in program.in_dtypes):
+            return None
+        for prim, attrs in zip(program.prims, program.attrs):
+            form = cpu_ufunc(prim)
+            if attrs or form is None or form[1] or form[0] not in _EXACT:
+                return None
+        shape = node.avals[0].shape
+        if any(a.shape != shape or a.dtype.name != dtype for a in node.avals):
+            return None
+        full = []
+        for src, i in node.inputs:
+            s = src.avals[i].shape
+            if s == shape:
+                full.append(True)
+            elif s == ():
+                full.append(False)
+            else:
+                return None
+        if not any(full):
+            return None
+        return cls(program, tuple(full), dtype)
+
+    def _variant(self, params, intos):
+        """The compiled loop for this way of passing the arrays, or None (the kernels
+        are off, or it did not compile)."""
+        key = (params, intos)
+        kernel = self.variants.get(key)
+        if kernel is None:
+            source = loop_source(self.program, self.full, params, intos)
+            kind = "float32" if self.dtype == np.float32 else "float64"
+            n_arrays = len(set(params)) + intos.count(None)
+            signature = "void(int64, int64, %s)" % ", ".join(["%s[::1]" % kind] * n_arrays)
+            with _loops_lock:
+                kernel = _LOOPS.get((source, signature))
+                if kernel is None:
+                    # Compiled once per text and signature, and kept on disk (cpu_jit).
+                    kernel = cpu_jit.source_kernel("import numpy as np\n\n\n" + source,
+                                                   "fused_loop", signatures=[signature],
+                                                   error_model="numpy")
+                    _LOOPS[(source, signature)] = kernel
+            self.variants[key] = kernel
+        return kernel.compiled()
+
+    def run(self, args, outs, intos, shape, size, threshold):
+        """Computes the program's results into ``outs`` (result ``o`` into
+        ``args[intos[o]]`` when ``intos[o] >= 0``, which is then ``outs[o]``); False when
+        these arguments need the numpy form (or the loop is not usable)."""
+        dtype, full = self.dtype, self.full
+        params = []
+        for r, a in enumerate(args):
+            if full[r]:
+                # (The loops are compiled for aligned, writable arrays: a read-only one, a
+                # constant or a wrapped buffer, takes the numpy form.)
+                flags = a.flags
+                if a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != shape or \
+                        not (flags.c_contiguous and flags.writeable and flags.aligned):
+                    return False
+                params.append(next(q for q in range(r + 1) if args[q] is a))
+            elif getattr(a, "dtype", None) != dtype or a.shape:  # a 0-d array or a scalar
+                return False
+            else:
+                params.append(r)
+        params = tuple(params)
+        fn = self._variant(params, tuple(params[i] if i >= 0 else None for i in intos))
+        if not fn:
+            return False
+        flat = [args[r].reshape(-1) if full[r] else np.array(args[r], ndmin=1)
+                for r in sorted(set(params))]
+        flat += [out.reshape(-1) for out, i in zip(outs, intos) if i < 0]
+        # A loop is bound by memory: it splits over threads from FUSED_MIN_ELEMENTS only,
+        # whatever its sub-op count (the merged Adam update, 12 sub-ops over [784, 512]:
+        # 0.28 ms on one thread, 0.36 ms split in two; see docs/design.md).
+        cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, *flat), size, size,
+                               max(threshold, cpu_threads.FUSED_MIN_ELEMENTS))
+        return True
 
 
 def _failure(program, node, device):
@@ -413,7 +629,7 @@ _KERNELS = {}
 
 
 def _build_gpu(program, node, device):
-    source = cuda_source(program)
+    source = cuda_source(program) if len(program.outputs) == 1 else None
     if source is None:
         return _interpreted(program, node, device)
     kernel = _KERNELS.get(source)
@@ -438,6 +654,7 @@ def _interpreted(program, node, device):
     kernels = [p.kernel(device.backend) for p in program.prims]
     fail = _failure(program, node, device)
     steps = list(zip(kernels, program.refs, program.attrs))
+    outputs = program.outputs
 
     def fused(*args):
         values = list(args)
@@ -446,6 +663,8 @@ def _interpreted(program, node, device):
                 values.append(kernel(*[values[r] for r in refs], **attrs))
         except Exception as exc:  # noqa: BLE001 - translated with the sub-op
             fail(len(values) - len(args), exc)
+        if len(outputs) > 1:
+            return tuple(values[len(args) + j] for j in outputs)
         return values[-1]
 
     return fused

@@ -32,6 +32,7 @@ import eagerflow as ef
 from eagerflow import nest
 from eagerflow.keras.utils.data_utils import (PyDataset, pack_x_y_sample_weight,
                                               unpack_x_y_sample_weight)
+from eagerflow import tensor as tensor_module
 from eagerflow.tensor import Tensor, convert_to_tensor
 
 __all__ = ["get_adapter", "train_validation_split", "EpochIterator", "is_dataset"]
@@ -102,6 +103,17 @@ def _is_numbers(values):
 
 def _to_tensor(array):
     return ef.convert_to_tensor(array)
+
+
+def _gathered_tensor(array):
+    """A tensor of ``array``, which an index array just gathered: a fresh array that only
+    this batch holds, so it becomes the tensor as it is (``convert_to_tensor`` would copy
+    it again: about 12 us of a [128, 784] float32 batch). Other dtypes convert."""
+    if array.dtype.kind not in "biuf" or not array.flags.owndata or \
+            tensor_module._from_numpy(array.dtype) is None:
+        return _to_tensor(array)
+    device = tensor_module._target_device()
+    return tensor_module.wrap(tensor_module._place(array, device), device)
 
 
 def _class_weights(y, class_weight):
@@ -187,8 +199,11 @@ class ArrayAdapter:
             yield self._batch(index)
 
     def _batch(self, index):
+        # A slice is a view of the data (converted, so copied); an index array gathers.
+        convert = _to_tensor if index.__class__ is slice else _gathered_tensor
+
         def take(a):
-            return _to_tensor(a[index])
+            return convert(a[index])
 
         x = nest.map_structure(take, self.x)
         y = nest.map_structure(take, self.y) if self.y is not None else None

@@ -22,7 +22,7 @@ import numpy as np
 
 from eagerflow import dtypes as d
 from eagerflow import errors
-from eagerflow.backend import cpu_threads
+from eagerflow.backend import cpu_jit, cpu_threads
 from eagerflow.ops import registry
 from eagerflow.ops.math.arithmetic import greater, less, zeros_like_t
 from eagerflow.ops.math.cast import cast
@@ -140,12 +140,47 @@ def _softsign_kernel(xp):
     return lambda x: x / (1 + absolute(x))
 
 
+def _relu_grad_loop(g, features, out, lo, hi):
+    # g * (features > 0) in one pass: the mask's 1 or 0 multiplies g, as numpy's product
+    # with the boolean mask does (NaN and infinite cotangents, signed zeros included).
+    gb, fb, ob = g[lo:hi], features[lo:hi], out[lo:hi]
+    one, zero = gb.dtype.type(1), gb.dtype.type(0)
+    for i in range(hi - lo):
+        ob[i] = gb[i] * (one if fb[i] > zero else zero)
+
+
+# One thread, CPU time, median of 21 rounds of 24 calls (inputs rotated over six sets):
+# [1024, 512] float32 0.358 ms in numpy (the mask, then the product), 0.230 ms compiled.
+_RELU_GRAD_LOOP = cpu_jit.kernel(_relu_grad_loop, error_model="numpy", signatures=[
+    "void(%s[::1], %s[::1], %s[::1], int64, int64)" % ((t,) * 3)
+    for t in ("float32", "float64")])
+
+
 def _relu_grad_kernel(xp):
     multiply, greater_ = xp.multiply, xp.greater
+    numpy = cpu_threads.is_numpy(xp)
+
     # TF's ReluGrad: gradients * (features > 0). A multiply by the mask, not a select:
     # ``where`` on a data-dependent mask is several times slower on CPUs (branches), and
-    # the product propagates NaN/Inf cotangents exactly as TF's kernel does.
-    return lambda g, features: multiply(g, greater_(features, 0))
+    # the product propagates NaN/Inf cotangents exactly as TF's kernel does. Large
+    # float32/float64 arrays of one shape take the compiled loop of the same product.
+    def kernel(g, features):
+        if numpy and g.__class__ is features.__class__ is np.ndarray and \
+                g.dtype == features.dtype and g.dtype in _ROW_FLOATS and \
+                g.shape == features.shape and cpu_jit.wanted(g.size) and \
+                g.flags.c_contiguous and features.flags.c_contiguous and \
+                g.flags.writeable and features.flags.writeable and \
+                g.flags.aligned and features.flags.aligned:  # (compiled for these)
+            fn = _RELU_GRAD_LOOP.compiled()
+            if fn is not None:
+                out = np.empty(g.shape, g.dtype)
+                a, b, o = g.reshape(-1), features.reshape(-1), out.reshape(-1)
+                cpu_threads.run_blocks(lambda lo, hi: fn(a, b, o, lo, hi), o.size, o.size,
+                                       cpu_threads.FUSED_MIN_ELEMENTS)
+                return out
+        return multiply(g, greater_(features, 0))
+
+    return kernel
 
 
 def _relu_grad_vjp(dy, g, features, out):

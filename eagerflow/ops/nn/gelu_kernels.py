@@ -22,6 +22,14 @@ block starts, so results are the same bits on any number of threads and run to r
 float16 and bfloat16 are computed in float32 and rounded once; cupy arrays run the same
 passes over the whole array.
 
+On float32 and float64 blocks, when numba is usable (``backend.cpu_jit``), the arithmetic
+between the transcendental passes runs as compiled loops: the tanh form becomes three
+passes each way (the tanh argument, numpy's ``tanh`` in place, then the rest of the
+formula in one loop), with the same operations in the same order and precision, so the
+same bits as the numpy passes. ``tanh``, ``exp`` and ``erf`` stay numpy's (and scipy's):
+numpy's are vectorized, where a compiled loop calls the C library's once per element, 40x
+slower for ``tanh`` (see docs/design.md).
+
 Example:
     >>> import numpy as np
     >>> from eagerflow.ops.nn import gelu_kernels
@@ -33,7 +41,9 @@ from __future__ import annotations
 
 import math
 
-from eagerflow.backend import cpu_threads
+import numpy as np
+
+from eagerflow.backend import cpu_jit, cpu_threads
 
 __all__ = ["forward", "backward", "BLOCK_BYTES"]
 
@@ -48,8 +58,104 @@ FORWARD_PASSES = 8
 BACKWARD_PASSES = 14
 
 
-def _forward_block(xp, x, out, approximate, scratch):
+# Compiled loops (backend.cpu_jit) over one block: each statement is one of the numpy
+# passes, in their order, so every rounding step is theirs (fastmath off: no reordering, no
+# fused multiply-adds). The constants come in ``k`` in the block's dtype, as the in-place
+# passes cast their Python-float operands; a float literal would promote float32 to float64.
+_K = (A * C, C, 1.5 * A * C, 0.5 * C, SQRT_HALF, INV_SQRT_2PI, 1.0, 0.5, -0.5)
+_CONSTANTS = {np.dtype(t): np.array(_K, t) for t in (np.float32, np.float64)}
+
+
+def _tanh_argument_loop(x, out, k):
+    for i in range(x.shape[0]):
+        v = x[i]
+        t = v * v
+        t = t * k[0]
+        t = t + k[1]
+        out[i] = t * v
+
+
+def _forward_rest_loop(x, out, k):
+    # out holds tanh(...) or erf(...): 0.5 x (1 + out).
+    for i in range(x.shape[0]):
+        t = out[i] + k[6]
+        t = t * x[i]
+        out[i] = t * k[7]
+
+
+def _tanh_grad_rest_loop(g, x, out, k):
+    # out holds T: g (1 + T) (0.5 + q (1 - T)), q recomputed from x.
+    for i in range(x.shape[0]):
+        v = x[i]
+        t = out[i]
+        q = v * v
+        q = q * k[2]
+        q = q + k[3]
+        q = q * v
+        o = k[6] - t
+        t = t + k[6]
+        o = o * q
+        o = o + k[7]
+        o = o * t
+        out[i] = o * g[i]
+
+
+def _exp_argument_loop(x, out, k):
+    for i in range(x.shape[0]):
+        v = x[i]
+        t = v * v
+        out[i] = t * k[8]
+
+
+def _erf_grad_rest_loop(g, x, h, out, k):
+    # h holds exp(-x**2 / 2), out erf(x / sqrt(2)).
+    for i in range(x.shape[0]):
+        e = h[i] * x[i]
+        e = e * k[5]
+        o = out[i] + k[6]
+        o = o * k[7]
+        o = o + e
+        out[i] = o * g[i]
+
+
+def _signatures(n_in, n_out):
+    out = []
+    for t in ("float32", "float64"):
+        ro = "Array(%s, 1, 'C', readonly=True)" % t
+        out.append("void(%s)" % ", ".join([ro] * n_in + ["%s[::1]" % t] * n_out + [ro]))
+    return out
+
+
+def _jit(fn, n_in, n_out):
+    return cpu_jit.kernel(fn, signatures=_signatures(n_in, n_out), error_model="numpy")
+
+
+_JIT_TANH_ARGUMENT = _jit(_tanh_argument_loop, 1, 1)
+_JIT_FORWARD_REST = _jit(_forward_rest_loop, 1, 1)
+_JIT_TANH_GRAD_REST = _jit(_tanh_grad_rest_loop, 2, 1)
+_JIT_EXP_ARGUMENT = _jit(_exp_argument_loop, 1, 1)
+_JIT_ERF_GRAD_REST = _jit(_erf_grad_rest_loop, 2, 2)
+
+
+def _compiled(*kernels):
+    """The compiled forms of ``kernels``, or None when any is not usable."""
+    fns = [kern.compiled() for kern in kernels]
+    return None if any(fn is None for fn in fns) else fns
+
+
+def _forward_block(xp, x, out, approximate, scratch, k=None):
     del scratch
+    if k is not None:
+        fns = _compiled(_JIT_TANH_ARGUMENT, _JIT_FORWARD_REST)
+        if fns is not None:
+            if approximate:
+                fns[0](x, out, k)
+                xp.tanh(out, out=out)
+            else:
+                xp.multiply(x, SQRT_HALF, out=out)
+                xp.special.erf(out, out=out)
+            fns[1](x, out, k)
+            return
     if approximate:
         xp.multiply(x, x, out=out)
         out *= A * C
@@ -64,8 +170,23 @@ def _forward_block(xp, x, out, approximate, scratch):
     out *= 0.5
 
 
-def _backward_block(xp, g, x, out, approximate, scratch):
+def _backward_block(xp, g, x, out, approximate, scratch, k=None):
     h, q = scratch
+    if k is not None:
+        fns = _compiled(_JIT_TANH_ARGUMENT, _JIT_TANH_GRAD_REST, _JIT_EXP_ARGUMENT,
+                        _JIT_ERF_GRAD_REST)
+        if fns is not None:
+            if approximate:
+                fns[0](x, out, k)
+                xp.tanh(out, out=out)
+                fns[1](g, x, out, k)
+            else:
+                fns[2](x, h, k)
+                xp.exp(h, out=h)
+                xp.multiply(x, SQRT_HALF, out=out)
+                xp.special.erf(out, out=out)
+                fns[3](g, x, h, out, k)
+            return
     if approximate:
         xp.multiply(x, x, out=h)
         xp.multiply(h, 1.5 * A * C, out=q)
@@ -120,6 +241,8 @@ def _run(xp, block, arrays, approximate, passes, n_scratch):
     flat_out = out.reshape(-1)
     step = max(1, BLOCK_BYTES // work.itemsize)
     count = -(-size // step)
+    k = _jit_constants(flat)
+    extra = {} if k is None else {"k": k}
 
     def blocks(lo, hi):
         n = min(step, size)
@@ -130,13 +253,24 @@ def _run(xp, block, arrays, approximate, passes, n_scratch):
             m = cut.stop - cut.start
             ins = [a[cut] if a.dtype == work else a[cut].astype(work) for a in flat]
             target = flat_out[cut] if tmp is None else tmp[:m]
-            block(xp, *ins, target, approximate, [s[:m] for s in scratch])
+            block(xp, *ins, target, approximate, [s[:m] for s in scratch], **extra)
             if tmp is not None:
                 flat_out[cut] = target
 
     cpu_threads.run_blocks(blocks, count, size,
                            min_elements=cpu_threads.fused_min_elements(passes))
     return out
+
+
+def _jit_constants(flat):
+    """The compiled loops' constants for these flattened numpy inputs, or None where the
+    numpy passes run: numba absent or turned off, under ``cpu_jit.MIN_ELEMENTS`` elements,
+    dtypes other than float32 and float64 (the half types are computed in float32 in a
+    scratch buffer), mixed dtypes and misaligned arrays."""
+    dtype = flat[0].dtype
+    if dtype not in _CONSTANTS or any(a.dtype != dtype or not a.flags.aligned for a in flat):
+        return None
+    return _CONSTANTS[dtype] if cpu_jit.wanted(flat[0].size) else None
 
 
 def forward(xp, x, approximate):

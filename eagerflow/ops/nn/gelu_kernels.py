@@ -22,13 +22,13 @@ block starts, so results are the same bits on any number of threads and run to r
 float16 and bfloat16 are computed in float32 and rounded once; cupy arrays run the same
 passes over the whole array.
 
-On float32 and float64 blocks, when numba is usable (``backend.cpu_jit``), the arithmetic
-between the transcendental passes runs as compiled loops: the tanh form becomes three
-passes each way (the tanh argument, numpy's ``tanh`` in place, then the rest of the
-formula in one loop), with the same operations in the same order and precision, so the
-same bits as the numpy passes. ``tanh``, ``exp`` and ``erf`` stay numpy's (and scipy's):
-numpy's are vectorized, where a compiled loop calls the C library's once per element, 40x
-slower for ``tanh`` (see docs/design.md).
+On float32 and float64 inputs from ``cpu_jit.MIN_ELEMENTS`` elements, when numba is
+usable (``backend.cpu_jit``), the arithmetic between the transcendental passes runs as
+compiled loops: the tanh form becomes three passes each way (the tanh argument, numpy's
+``tanh`` in place, then the rest of the formula in one loop), with the same operations in
+the same order and precision, so the same bits as the numpy passes. ``tanh``, ``exp`` and
+``erf`` stay numpy's (and scipy's): numpy's are vectorized, where a compiled loop calls the
+C library's once per element (for ``tanh`` 38x slower; see docs/design.md).
 
 Example:
     >>> import numpy as np

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import sys
 import threading
 import weakref
@@ -596,7 +597,9 @@ class _Loop:
             elif full[r] == ROW:
                 # One row of the loop's length (a few KB at most: the rows are the
                 # trailing axes from the first one 256 elements span), fresh and writable.
-                flat.append(np.array(np.broadcast_to(args[r], row_shape)).reshape(-1))
+                row = np.empty(row_shape, dtype)
+                row[...] = args[r]
+                flat.append(row.reshape(-1))
             else:
                 flat.append(np.array(args[r], ndmin=1))
         flat += [out.reshape(-1) for out, i in zip(outs, intos) if i < 0]
@@ -607,7 +610,7 @@ class _Loop:
         if self.row_axis is None:
             cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, *flat), size, size, least)
         else:
-            n = int(np.prod(row_shape))
+            n = math.prod(row_shape)  # (np.prod costs microseconds on a tuple)
             cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, n, *flat), size // n, size,
                                    least)
         return True

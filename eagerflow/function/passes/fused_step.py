@@ -403,7 +403,7 @@ _ZEROS = {"float32": "np.float32(0)", "float64": "np.float64(0)"}  # fixed text 
 _LOOPS = {}  # (source, signature) -> cpu_jit.Kernel, shared by every node and executor
 _loops_lock = threading.Lock()
 
-# How a loop reads an input (``_Loop.kinds``): one element (a scalar or 0-d array), the
+# How a loop reads an input (``_Loop.full``): one element (a scalar or 0-d array), the
 # element at the same flat index (the result's shape), or the element at the same place
 # in a row that repeats over the leading axes (a bias), tiled to the loop's row length.
 SCALAR, FULL, ROW = 0, 1, 2
@@ -487,8 +487,8 @@ class _Loop:
     keeping every intermediate in a register. Only programs of ``_EXACT`` sub-ops in one
     float dtype, with two or more sub-ops, whose inputs have the result's shape, are
     scalars, or repeat over the leading axes (a bias row; one input at least has the
-    result's shape), compile: the loop then gives numpy's bits. One loop is compiled per way of
-    writing the result (into a donor input, in place, or into a fresh array) and per
+    result's shape), compile: the loop then gives numpy's bits. One loop is compiled per
+    way of writing the result (into a donor input, in place, or into a fresh array) and per
     pattern of inputs that are the same array (one parameter for them: the compiled loop
     runs on vector units only when the array it writes overlaps no other parameter).
     """
@@ -533,6 +533,8 @@ class _Loop:
             return None
         if ROW not in full:
             return cls(program, tuple(full), dtype)
+        if 0 in shape:
+            return None  # rows of no elements
         # The rows are the trailing axes from the first one a ROW input spans, widened to
         # 256 elements or more (as relu_numpy's rows): the inner loop then runs long
         # enough to pay for its row's slices.
@@ -595,8 +597,8 @@ class _Loop:
             if full[r] == FULL:
                 flat.append(args[r].reshape(-1))
             elif full[r] == ROW:
-                # One row of the loop's length (a few KB at most: the rows are the
-                # trailing axes from the first one 256 elements span), fresh and writable.
+                # One row of the loop's length (the largest ROW input's size, or 256
+                # elements and up), fresh and writable: a copy of each ROW input at most.
                 row = np.empty(row_shape, dtype)
                 row[...] = args[r]
                 flat.append(row.reshape(-1))

@@ -216,7 +216,11 @@ def test_which_regions_compile_to_one_loop():
 
     assert loops(lambda x, c: ef.sqrt(x * x + c) / (x - c), x, c) is not None
     assert loops(lambda x, c: ef.tanh(x * c) + x, x, c) is None  # tanh: not one IEEE op
-    assert loops(lambda x, r: (x + r) * 2.0, x, row) is None  # a broadcast row
+    assert loops(lambda x, r: (x + r) * 2.0, x, row) is not None  # a row, as a bias
+    assert loops(lambda x, r: ef.nn.relu(ef.maximum(x, r) - c), x, row) is not None
+    column = ef.constant(RNG.standard_normal((200, 1)).astype(np.float32))
+    assert loops(lambda x, k: (x + k) * 2.0, x, column) is None  # broadcast over a last axis
+    assert loops(lambda k, r: (k + r) * 2.0, column, row) is None  # no full-shape input
     assert loops(lambda x: ef.cast(x * 2.0, ef.float64) + 1.0, x) is None  # two dtypes
 
 
@@ -228,6 +232,110 @@ def test_a_loop_writing_its_input_reads_and_writes_one_slice():
     assert "c0 = b2" in source and "out" not in source.split(":")[0]
     fresh = fused_step.loop_source(node_program, (True, False, True), (0, 1, 0), (None,))
     assert "a2" not in fresh.split(":")[0] and "c0 = out0[lo:hi]" in fresh
+
+
+def test_the_rows_of_a_loop_over_a_broadcast_row():
+    # A bias over the last axis: the rows are the trailing axes from 256 elements on, the
+    # row slice is taken once, and the text holds no name from the graph.
+    assert fused_step._row_axis((32,), (64, 13, 13, 32)) == 3
+    assert fused_step._row_axis((1, 13, 32), (64, 13, 13, 32)) == 2
+    assert fused_step._row_axis((13, 1), (64, 13, 13, 1)) == 2
+    assert fused_step._row_axis((13, 1), (64, 13, 13, 32)) is None
+    assert fused_step._row_axis((1, 1), (64, 32)) is None
+    node_program = fused_step.Program(("AddV2", "Relu"), (2, 1), (0, 1, 2),
+                                      ("float32",) * 2, ("", ""), (-1, -1), ("float32",) * 2)
+    source = fused_step.loop_source(node_program, (fused_step.FULL, fused_step.ROW), (0, 1),
+                                    (0,))
+    lines = source.splitlines()
+    assert lines[0] == "def fused_loop(lo, hi, n, a0, a1):"
+    assert lines[1:4] == ["    b1 = a1[0:n]", "    for k in range(lo, hi):",
+                          "        b0 = a0[k * n:k * n + n]"]
+    assert "        c0 = b0" in lines and "np.float32(0)" in source
+
+
+def _special(shape, dtype, rng):
+    # Values that meet each other as ties (both zeros among them), NaNs and infinities.
+    values = np.array([0.0, -0.0, 1.0, -1.0, 0.5, np.nan, np.inf, -np.inf], dtype)
+    return values[rng.integers(0, len(values), shape)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 0])
+def test_loops_over_rows_with_relu_maximum_minimum_give_numpy_bits(dtype, threads,
+                                                                   monkeypatch):
+    # Regions with a bias row and relu/maximum/minimum, traced with the loops, traced with
+    # them off, and eager: the same bits, ties of -0.0 and 0.0 included (numpy's maximum
+    # and minimum return their second operand on a tie, relu_numpy gives 0.0 for -0.0).
+    from eagerflow.backend import cpu_jit
+
+    pytest.importorskip("numba")
+    cpu_threads.set_threads(threads)
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(cpu_threads, "FUSED_MIN_ELEMENTS", 1 << 12)  # loops split too
+    rng = np.random.default_rng(11)
+    shape = (12, 5, 7, 16)
+    x = ef.constant(_special(shape, dtype, rng))
+    y = ef.constant(_special(shape, dtype, rng))
+    row = ef.constant(_special((16,), dtype, rng))
+    plane = ef.constant(_special((1, 7, 16), dtype, rng))
+    c = ef.constant(dtype(-0.0))
+    regions = [lambda x, y, r, p, c: ef.nn.relu(x + r),
+               lambda x, y, r, p, c: ef.nn.relu(x * c),  # relu(-0.0) and relu(nan)
+               lambda x, y, r, p, c: ef.maximum(x, r) * 2.0,
+               lambda x, y, r, p, c: ef.maximum(r, x) * 2.0,
+               lambda x, y, r, p, c: ef.minimum(x, p) - c,
+               lambda x, y, r, p, c: ef.minimum(p, ef.maximum(y, x)) + y,
+               lambda x, y, r, p, c: ef.maximum(x * c, c) / r,
+               lambda x, y, r, p, c: ef.minimum(c, -y) + x]
+    ran = []
+    run = fused_step._Loop.run
+    monkeypatch.setattr(fused_step._Loop, "run",
+                        lambda self, *a: ran.append(run(self, *a)) or ran[-1])
+    for region in regions:
+        args = (x, y, row, plane, c)
+        want = _bits(region(*args).numpy())
+        for jit in (True, False):
+            try:
+                cpu_jit.set_enabled(jit)
+                got = ef.function(region)(*args).numpy()
+            finally:
+                cpu_jit.set_enabled(True)
+            np.testing.assert_array_equal(_bits(got), want)
+    assert ran == [True] * len(regions)  # every region ran as one loop with the loops on
+    # The special values met: ties of the two zeros, NaNs and infinities on both sides.
+    xs, rs = x.numpy(), np.broadcast_to(row.numpy(), shape)
+    assert ((xs == 0) & (rs == 0) & (np.signbit(xs) != np.signbit(rs))).any()
+    assert (np.isnan(xs) & ~np.isnan(rs)).any() and (~np.isnan(xs) & np.isnan(rs)).any()
+    assert np.isinf(xs).any() and np.isinf(rs).any()
+
+
+def test_a_conv_pool_bias_relu_model_traced_equals_eager(monkeypatch):
+    # The CNN's region relu(max_pool(conv) + b), forward and gradients: traced with the
+    # loops the same bits as eager.
+    from eagerflow.backend import cpu_jit
+
+    pytest.importorskip("numba")
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 10)
+    rng = np.random.default_rng(3)
+    x = ef.constant(rng.standard_normal((8, 14, 14, 1)).astype(np.float32))
+    w = ef.Variable(rng.standard_normal((3, 3, 1, 16)).astype(np.float32))
+    b = ef.Variable(rng.standard_normal(16).astype(np.float32))
+
+    def model(x):
+        with ef.GradientTape() as tape:
+            h = ef.nn.max_pool2d(ef.nn.conv2d(x, w, 1, "VALID"), 2, 2, "VALID")
+            h = ef.nn.relu(h + b)
+            loss = ef.reduce_sum(h * h)
+        return [h] + tape.gradient(loss, [w, b])
+
+    ran = []
+    run = fused_step._Loop.run
+    monkeypatch.setattr(fused_step._Loop, "run",
+                        lambda self, *a: ran.append(run(self, *a)) or ran[-1])
+    traced = [t.numpy() for t in ef.function(model)(x)]
+    assert True in ran  # the bias-relu region ran as one loop
+    for got, want in zip(traced, [t.numpy() for t in model(x)]):
+        np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
 @pytest.mark.parametrize("jit", [True, False])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import sys
 import threading
 import weakref
@@ -35,6 +36,7 @@ from eagerflow.backend import cpu_jit, cpu_threads
 from eagerflow.function.executor import _label
 from eagerflow.function.graph_validation import keyword_name
 from eagerflow.ops import dispatch, registry
+from eagerflow.ops.nn.activation_ops import relu_numpy
 
 __all__ = ["Program", "fused_step", "cuda_source", "python_source"]
 
@@ -385,55 +387,96 @@ def _on_cores(fn, fn_out, dtype, donors, variable_donors, source, threshold, sma
 # -- compiled loops (CPU) -------------------------------------------------------------------
 # The ufuncs whose float kernel is one correctly rounded IEEE operation per element, as a
 # scalar expression: a loop of these computes numpy's bits (numba adds no fast-math flags,
-# so no contraction into fused multiply-adds and no reassociation).
+# so no contraction into fused multiply-adds and no reassociation). numpy's maximum and
+# minimum return their first operand when it is NaN or strictly beyond the second, else
+# the second (a NaN second operand, and the second zero of a tie between -0.0 and 0.0:
+# the same on numpy's vector and scalar loops); relu_numpy is maximum(x, 0). ``|`` and not
+# ``or``: no branch, so the loop stays one select per element and vectorizes.
 _EXACT = {np.add: "{0} + {1}", np.subtract: "{0} - {1}", np.multiply: "{0} * {1}",
           np.divide: "{0} / {1}", np.negative: "-{0}", np.square: "{0} * {0}",
-          np.sqrt: "np.sqrt({0})"}
+          np.sqrt: "np.sqrt({0})",
+          np.maximum: "{0} if ({0} > {1}) | ({0} != {0}) else {1}",
+          np.minimum: "{0} if ({0} < {1}) | ({0} != {0}) else {1}",
+          relu_numpy: "{0} if ({0} > {z}) | ({0} != {0}) else {z}"}
 _LOOP_DTYPES = ("float32", "float64")
+_ZEROS = {"float32": "np.float32(0)", "float64": "np.float64(0)"}  # fixed text per dtype
 _LOOPS = {}  # (source, signature) -> cpu_jit.Kernel, shared by every node and executor
 _loops_lock = threading.Lock()
+
+# How a loop reads an input (``_Loop.full``): one element (a scalar or 0-d array), the
+# element at the same flat index (the result's shape), or the element at the same place
+# in a row that repeats over the leading axes (a bias), tiled to the loop's row length.
+SCALAR, FULL, ROW = 0, 1, 2
 
 
 def loop_source(program, full, params, intos):
     """The source of one compiled loop over a program of ``_EXACT`` sub-ops.
 
-    ``full[r]`` says whether input ``r`` has the result's shape (else it is a scalar);
-    ``params[r]`` is the parameter that carries input ``r`` (inputs that are one array at
-    run time share one); result ``o`` (of ``program.outputs``) goes into parameter
-    ``intos[o]``, or into a parameter ``out<o>`` after the inputs when that is None. Every
-    array parameter is flat.
+    ``full[r]`` is how input ``r`` is read: ``FULL`` (it has the result's shape), ``ROW``
+    (one row of ``n`` elements repeated over the result) or ``SCALAR``; ``params[r]`` is
+    the parameter that carries input ``r`` (inputs that are one array at run time share
+    one); result ``o`` (of ``program.outputs``) goes into parameter ``intos[o]``, or into a
+    parameter ``out<o>`` after the inputs when that is None. Every array parameter is
+    flat. Without ``ROW`` inputs the loop runs over elements ``lo:hi``; with them, over
+    rows ``lo:hi`` of ``n`` elements (parameter ``n`` first), an inner loop per row. The
+    text is fixed templates and integers only: nothing of the graph's strings goes in.
     """
+    rows = ROW in full
     names = sorted(set(params))
     outs = ["out%d" % o for o, into in enumerate(intos) if into is None]
-    head = "def fused_loop(lo, hi, %s):" % ", ".join(["a%d" % r for r in names] + outs)
+    head = "def fused_loop(lo, hi, %s):" % ", ".join(
+        (["n"] if rows else []) + ["a%d" % r for r in names] + outs)
     lines = [head]
     refs = []
     for r in range(program.n_in):
-        if not full[r]:
+        if full[r] == SCALAR:
             lines.append("    s%d = a%d[0]" % (r, params[r]))
             refs.append("s%d" % r)
         else:
             refs.append("x%d" % params[r])
     # Slices, then indices from 0: LLVM vectorizes a loop over ``range(lo, hi)`` that
     # writes one of its inputs only in this form (it cannot rule out negative indices).
-    for r in names:
-        if full[r]:
-            lines.append("    b%d = a%d[lo:hi]" % (r, r))
+    # Over rows, each row's slices are taken the same way before its inner loop.
+    pad = "    "
+    bounds = "lo:hi"
+    if rows:
+        lines += ["    b%d = a%d[0:n]" % (r, r) for r in names if full[r] == ROW]
+        lines.append("    for k in range(lo, hi):")
+        pad = "        "
+        bounds = "k * n:k * n + n"
+    lines += ["%sb%d = a%d[%s]" % (pad, r, r, bounds) for r in names if full[r] == FULL]
     # The slice written is the slice read (one name): two slices of one array would fail
     # the compiled loop's overlap check and send it down its scalar path.
     for o, into in enumerate(intos):
-        lines.append("    c%d = %s" % (o, "out%d[lo:hi]" % o if into is None else "b%d" % into))
-    lines.append("    for i in range(hi - lo):")
+        lines.append("%sc%d = %s" % (pad, o, "out%d[%s]" % (o, bounds) if into is None
+                                     else "b%d" % into))
+    lines.append("%sfor i in range(%s):" % (pad, "n" if rows else "hi - lo"))
+    pad += "    "
     for r in names:
-        if full[r]:
-            lines.append("        x%d = b%d[i]" % (r, r))
+        if full[r] != SCALAR:
+            lines.append("%sx%d = b%d[i]" % (pad, r, r))
     for j, (prim, rs) in enumerate(zip(program.prims, program.refs)):
-        expr = _EXACT[cpu_ufunc(prim)[0]].format(*[refs[r] for r in rs])
-        lines.append("        t%d = %s" % (j, expr))
+        expr = _EXACT[cpu_ufunc(prim)[0]].format(*[refs[r] for r in rs],
+                                                 z=_ZEROS[program.dtypes[j]])
+        lines.append("%st%d = %s" % (pad, j, expr))
         refs.append("t%d" % j)
     for o, j in enumerate(program.outputs):
-        lines.append("        c%d[i] = t%d" % (o, j))
+        lines.append("%sc%d[i] = t%d" % (pad, o, j))
     return "\n".join(lines) + "\n"
+
+
+def _row_axis(s, shape):
+    """The first axis of ``shape`` that an input of shape ``s`` spans when it repeats over
+    the leading axes only (a bias: its axes, after leading ones, are ``shape``'s last), or
+    None (a scalar, an input of the full shape, or any other broadcast)."""
+    if s is None or None in s or not s or len(s) > len(shape) or s == shape:
+        return None
+    s = tuple(s)
+    while s and s[0] == 1:
+        s = s[1:]
+    if not s or tuple(shape[len(shape) - len(s):]) != s:
+        return None
+    return len(shape) - len(s)
 
 
 class _Loop:
@@ -442,17 +485,19 @@ class _Loop:
     numpy runs a region as one call per sub-op, each a pass over memory (over cache-sized
     blocks, see ``_on_cores``); the loop reads each input once and writes the result once,
     keeping every intermediate in a register. Only programs of ``_EXACT`` sub-ops in one
-    float dtype, with two or more sub-ops, whose inputs have the result's shape or are
-    scalars, compile: the loop then gives numpy's bits. One loop is compiled per way of
-    writing the result (into a donor input, in place, or into a fresh array) and per
+    float dtype, with two or more sub-ops, whose inputs have the result's shape, are
+    scalars, or repeat over the leading axes (a bias row; one input at least has the
+    result's shape), compile: the loop then gives numpy's bits. One loop is compiled per
+    way of writing the result (into a donor input, in place, or into a fresh array) and per
     pattern of inputs that are the same array (one parameter for them: the compiled loop
     runs on vector units only when the array it writes overlaps no other parameter).
     """
 
-    def __init__(self, program, full, dtype):
+    def __init__(self, program, full, dtype, row_axis=None):
         self.program = program
         self.full = full
         self.dtype = np.dtype(dtype)
+        self.row_axis = row_axis  # the loop's rows are the result's axes from here on
         self.variants = {}
 
     @classmethod
@@ -472,17 +517,30 @@ class _Loop:
         if any(a.shape != shape or a.dtype.name != dtype for a in node.avals):
             return None
         full = []
+        row_axis = len(shape)
         for src, i in node.inputs:
             s = src.avals[i].shape
             if s == shape:
-                full.append(True)
+                full.append(FULL)
             elif s == ():
-                full.append(False)
+                full.append(SCALAR)
+            elif _row_axis(s, shape) is not None:
+                full.append(ROW)
+                row_axis = min(row_axis, _row_axis(s, shape))
             else:
                 return None
-        if not any(full):
+        if FULL not in full:
             return None
-        return cls(program, tuple(full), dtype)
+        if ROW not in full:
+            return cls(program, tuple(full), dtype)
+        if 0 in shape:
+            return None  # rows of no elements
+        # The rows are the trailing axes from the first one a ROW input spans, widened to
+        # 256 elements or more (as relu_numpy's rows): the inner loop then runs long
+        # enough to pay for its row's slices.
+        while row_axis > 0 and int(np.prod(shape[row_axis:])) < 256:
+            row_axis -= 1
+        return cls(program, tuple(full), dtype, row_axis)
 
     def _variant(self, params, intos):
         """The compiled loop for this way of passing the arrays, or None (the kernels
@@ -493,7 +551,8 @@ class _Loop:
             source = loop_source(self.program, self.full, params, intos)
             kind = "float32" if self.dtype == np.float32 else "float64"
             n_arrays = len(set(params)) + intos.count(None)
-            signature = "void(int64, int64, %s)" % ", ".join(["%s[::1]" % kind] * n_arrays)
+            ints = 3 if ROW in self.full else 2  # lo, hi (and n, the row length)
+            signature = "void(%s)" % ", ".join(["int64"] * ints + ["%s[::1]" % kind] * n_arrays)
             with _loops_lock:
                 kernel = _LOOPS.get((source, signature))
                 if kernel is None:
@@ -512,7 +571,7 @@ class _Loop:
         dtype, full = self.dtype, self.full
         params = []
         for r, a in enumerate(args):
-            if full[r]:
+            if full[r] == FULL:
                 # (The loops are compiled for aligned, writable arrays: a read-only one, a
                 # constant or a wrapped buffer, takes the numpy form.)
                 flags = a.flags
@@ -520,6 +579,10 @@ class _Loop:
                         not (flags.c_contiguous and flags.writeable and flags.aligned):
                     return False
                 params.append(next(q for q in range(r + 1) if args[q] is a))
+            elif full[r] == ROW:
+                if getattr(a, "dtype", None) != dtype or _row_axis(a.shape, shape) is None:
+                    return False
+                params.append(r)  # its own parameter: a tiled copy
             elif getattr(a, "dtype", None) != dtype or a.shape:  # a 0-d array or a scalar
                 return False
             else:
@@ -528,14 +591,30 @@ class _Loop:
         fn = self._variant(params, tuple(params[i] if i >= 0 else None for i in intos))
         if not fn:
             return False
-        flat = [args[r].reshape(-1) if full[r] else np.array(args[r], ndmin=1)
-                for r in sorted(set(params))]
+        row_shape = shape[self.row_axis:] if self.row_axis is not None else ()
+        flat = []
+        for r in sorted(set(params)):
+            if full[r] == FULL:
+                flat.append(args[r].reshape(-1))
+            elif full[r] == ROW:
+                # One row of the loop's length (the largest ROW input's size, or 256
+                # elements and up), fresh and writable: a copy of each ROW input at most.
+                row = np.empty(row_shape, dtype)
+                row[...] = args[r]
+                flat.append(row.reshape(-1))
+            else:
+                flat.append(np.array(args[r], ndmin=1))
         flat += [out.reshape(-1) for out, i in zip(outs, intos) if i < 0]
         # A loop is bound by memory: it splits over threads from FUSED_MIN_ELEMENTS only,
         # whatever its sub-op count (the merged Adam update, 12 sub-ops over [784, 512]:
         # 0.28 ms on one thread, 0.36 ms split in two; see docs/design.md).
-        cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, *flat), size, size,
-                               max(threshold, cpu_threads.FUSED_MIN_ELEMENTS))
+        least = max(threshold, cpu_threads.FUSED_MIN_ELEMENTS)
+        if self.row_axis is None:
+            cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, *flat), size, size, least)
+        else:
+            n = math.prod(row_shape)  # (np.prod costs microseconds on a tuple)
+            cpu_threads.run_blocks(lambda lo, hi: fn(lo, hi, n, *flat), size // n, size,
+                                   least)
         return True
 
 

@@ -126,7 +126,10 @@ def test_pool_kernels_equal_on_any_thread_count(threads, splits, attrs, monkeypa
                                        rtol=1e-6, atol=1e-6)
 
 
-def test_conv_kernels_equal_on_any_thread_count(threads, splits):
+def test_conv_kernels_equal_on_any_thread_count(threads, splits, monkeypatch):
+    # The compiled im2col splits only from COLUMN_THREADS_MIN elements: lowered, so that
+    # these small inputs split too.
+    monkeypatch.setattr(K, "COLUMN_THREADS_MIN", cpu_threads.MIN_ELEMENTS)
     x = RNG.standard_normal((8, 30, 30, 16)).astype(np.float32)
     w = RNG.standard_normal((3, 3, 16, 8)).astype(np.float32)
     wd = RNG.standard_normal((3, 3, 16, 1)).astype(np.float32)   # multiplier 1

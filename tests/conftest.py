@@ -9,6 +9,18 @@ def count(key, n=1):
     SWEEP_COUNTS[key] = SWEEP_COUNTS.get(key, 0) + n
 
 
+@pytest.fixture
+def compiled_kernels(monkeypatch):
+    """The compiled CPU kernels (``backend.cpu_jit``) on for inputs of every size, even
+    under ``EAGERFLOW_CPU_KERNELS=numpy``; skips where numba does not import."""
+    from eagerflow.backend import cpu_jit
+
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(cpu_jit, "_setting", [True])
+    if not cpu_jit.enabled():
+        pytest.skip("numba does not import here")
+
+
 def _has_gpu():
     try:
         import cupy

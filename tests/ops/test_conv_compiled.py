@@ -24,14 +24,8 @@ TOL = {"float16": (5e-3, 5e-3), "bfloat16": (3e-2, 3e-2), "float32": (1e-5, 1e-5
        "float64": (1e-12, 1e-12)}
 
 
-@pytest.fixture(autouse=True)
-def every_size_compiled(monkeypatch):
-    """The compiled forms for every input size (they start at MIN_ELEMENTS otherwise)."""
-    if not cpu_jit.enabled():
-        pytest.skip("the compiled kernels are off here (EAGERFLOW_CPU_KERNELS=numpy)")
-    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 0)
-    yield
-    cpu_jit.set_enabled(True)
+# The compiled forms for every input size (they start at MIN_ELEMENTS otherwise).
+pytestmark = pytest.mark.usefixtures("compiled_kernels")
 
 
 def attrs(nd, strides=1, dilations=1, padding="SAME", fmt=None):

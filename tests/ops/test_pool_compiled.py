@@ -27,14 +27,6 @@ POOL_PRIMS = ["MaxPool", "MaxPoolGrad", "MaxPoolGradWithOutput", "MaxPoolGradGra
               "AvgPool", "AvgPoolGrad"]
 
 
-@pytest.fixture
-def compiled(monkeypatch):
-    """Compiled kernels on for inputs of any size (numba is importable here)."""
-    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 0)
-    monkeypatch.setattr(cpu_jit, "_setting", [True])
-    if not cpu_jit.enabled():
-        pytest.skip("numba does not import here")
-
 
 def _attrs(nd, ksize, strides=None, padding="VALID", dilations=1):
     return P._attrs(nd, ksize, strides, padding, dilations=dilations)
@@ -126,7 +118,7 @@ def _uses_compiled(kern, shape, attrs):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
 @pytest.mark.parametrize("kind", ["random", "ties", "special", "neginf"])
 @pytest.mark.parametrize("shape,attrs", CASES, ids=IDS)
-def test_compiled_kernels_give_numpy_bits(compiled, shape, attrs, kind, dtype):
+def test_compiled_kernels_give_numpy_bits(compiled_kernels, shape, attrs, kind, dtype):
     assert _uses_compiled(PK._JIT_MAX_POOL, shape, attrs)
     x = _inputs(shape, dtype, kind)
     expected, got = _both(PK.max_pool_kernel, x, **attrs)
@@ -149,7 +141,7 @@ def test_compiled_kernels_give_numpy_bits(compiled, shape, attrs, kind, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-def test_compiled_gradients_match_the_reference(compiled, dtype):
+def test_compiled_gradients_match_the_reference(compiled_kernels, dtype):
     # Independent of the numpy kernels: the loop-per-window references of pool_ops.
     for shape, attrs in CASES:
         x = P._values(RNG, shape, dtypes.as_dtype(dtype))
@@ -162,7 +154,7 @@ def test_compiled_gradients_match_the_reference(compiled, dtype):
                                    rtol=1e-5, atol=1e-7)
 
 
-def test_padding_never_takes_a_window_of_minus_infinity(compiled):
+def test_padding_never_takes_a_window_of_minus_infinity(compiled_kernels):
     x = np.full((1, 3, 3, 1), -np.inf, np.float32)
     attrs = _attrs(2, 3, 1, "SAME")
     g = np.ones((1, 3, 3, 1), np.float32)
@@ -174,7 +166,7 @@ def test_padding_never_takes_a_window_of_minus_infinity(compiled):
     assert expected.sum() == 9.0        # every window's gradient stays in the input
 
 
-def test_numpy_runs_where_the_compiled_forms_do_not(compiled, monkeypatch):
+def test_numpy_runs_where_the_compiled_forms_do_not(compiled_kernels, monkeypatch):
     a2, a3 = _attrs(2, 2), _attrs(3, 2)
     assert not _uses_compiled(PK._JIT_MAX_POOL, (1, 2, 4, 4), dict(a2, data_format="NCHW"))
     assert not _uses_compiled(PK._JIT_MAX_POOL, (1, 4, 4, 4, 2), a3)
@@ -189,7 +181,7 @@ def test_numpy_runs_where_the_compiled_forms_do_not(compiled, monkeypatch):
     assert not _uses_compiled(PK._JIT_MAX_POOL, (1, 40, 40, 2), a2)
 
 
-def test_non_contiguous_inputs(compiled):
+def test_non_contiguous_inputs(compiled_kernels):
     x = np.ascontiguousarray(RNG.standard_normal((3, 8, 8, 4)).astype(np.float32)
                              .transpose(0, 2, 1, 3))[:, :, ::-1]
     attrs = _attrs(2, 3, 2, "SAME")
@@ -200,7 +192,7 @@ def test_non_contiguous_inputs(compiled):
     _same_bits(got, expected, "MaxPoolGrad")
 
 
-def test_read_only_inputs(compiled):
+def test_read_only_inputs(compiled_kernels):
     # Constants' arrays may be read-only: the loops take them as they are.
     x = _inputs((2, 8, 8, 4), np.float64, "ties")
     attrs = _attrs(2, 3, 2, "SAME")
@@ -220,7 +212,7 @@ def test_read_only_inputs(compiled):
 @pytest.mark.parametrize("shape,attrs", [((8, 12, 12, 16), _attrs(2, 2)),
                                          ((8, 11, 11, 16), _attrs(2, 3, 2, "SAME")),
                                          ((8, 12, 5), _attrs(1, 3, 1, "SAME"))])
-def test_one_thread_and_two_give_the_same_bits(compiled, monkeypatch, shape, attrs):
+def test_one_thread_and_two_give_the_same_bits(compiled_kernels, monkeypatch, shape, attrs):
     monkeypatch.setattr(PK, "JIT_MIN_ELEMENTS", 1)
     splits = []
     real = cpu_threads.run_blocks
@@ -252,14 +244,14 @@ def test_one_thread_and_two_give_the_same_bits(compiled, monkeypatch, shape, att
 
 
 @pytest.mark.parametrize("name", POOL_PRIMS)
-def test_registry_sweeps_through_the_compiled_kernels(compiled, name):
+def test_registry_sweeps_through_the_compiled_kernels(compiled_kernels, name):
     sweep.test_reference_sweep(name)
     if name in sweep.DIFFERENTIABLE:
         sweep.test_gradient_sweep(name)
     sweep.test_bad_input_sweep(name)
 
 
-def test_pooling_in_a_function_equals_eager(compiled):
+def test_pooling_in_a_function_equals_eager(compiled_kernels):
     x0 = ef.constant(RNG.standard_normal((4, 12, 12, 8)).astype(np.float32))
 
     def grads(x):
@@ -275,7 +267,7 @@ def test_pooling_in_a_function_equals_eager(compiled):
     np.testing.assert_array_equal(grads(x0).numpy(), ef.function(grads)(x0).numpy())
 
 
-def test_execute_uses_the_compiled_kernel(compiled, monkeypatch):
+def test_execute_uses_the_compiled_kernel(compiled_kernels, monkeypatch):
     calls = []
     real = PK._jit_max_pool
     monkeypatch.setattr(PK, "_jit_max_pool", lambda *a: (calls.append(1), real(*a))[1])

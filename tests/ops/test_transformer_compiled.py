@@ -24,14 +24,6 @@ FORMS = (True, False)
 XP = numpy_backend() if callable(numpy_backend) else numpy_backend
 
 
-@pytest.fixture
-def compiled(monkeypatch):
-    """Compiled loops on for inputs of any size (numba is importable here)."""
-    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 0)
-    monkeypatch.setattr(cpu_jit, "_setting", [True])
-    if not cpu_jit.enabled():
-        pytest.skip("numba does not import here")
-
 
 def _both(fn):
     """``fn()`` with the numpy passes, then with the compiled loops."""
@@ -64,7 +56,7 @@ SHAPES = [((1,), 1.0), ((7,), 3.0), ((3, 5, 11), 2.0), ((1024, 64), 4.0),
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("approximate", FORMS)
 @pytest.mark.parametrize("shape,scale", SHAPES)
-def test_compiled_loops_give_the_numpy_bits(compiled, dtype, approximate, shape, scale):
+def test_compiled_loops_give_the_numpy_bits(compiled_kernels, dtype, approximate, shape, scale):
     x = (RNG.standard_normal(shape) * scale).astype(dtype)
     g = RNG.standard_normal(shape).astype(dtype)
     for name, fn in (("forward", lambda: GK.forward(XP, x, approximate)),
@@ -75,7 +67,7 @@ def test_compiled_loops_give_the_numpy_bits(compiled, dtype, approximate, shape,
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("approximate", FORMS)
-def test_infinities_nan_and_large_magnitudes(compiled, dtype, approximate):
+def test_infinities_nan_and_large_magnitudes(compiled_kernels, dtype, approximate):
     x = np.concatenate([_specials(dtype), (RNG.standard_normal(300) * 1e3).astype(dtype)])
     g = np.concatenate([np.ones(len(_specials(dtype)), dtype), _specials(dtype)[::-1],
                         RNG.standard_normal(300 - len(_specials(dtype))).astype(dtype)])
@@ -90,7 +82,7 @@ def test_infinities_nan_and_large_magnitudes(compiled, dtype, approximate):
 
 
 @pytest.mark.parametrize("approximate", FORMS)
-def test_gradient_equals_a_float64_finite_difference(compiled, approximate):
+def test_gradient_equals_a_float64_finite_difference(compiled_kernels, approximate):
     x = np.linspace(-6.0, 6.0, 4001)
     g = RNG.standard_normal(x.shape)
     h = 1e-6
@@ -126,7 +118,7 @@ def test_one_and_two_threads_give_the_same_bits(dtype):
         cpu_threads.set_threads(0)
 
 
-def test_numpy_runs_where_the_compiled_loops_do_not(compiled, monkeypatch):
+def test_numpy_runs_where_the_compiled_loops_do_not(compiled_kernels, monkeypatch):
     f32 = np.zeros(64, np.float32)
     assert GK._jit_constants([f32]) is not None
     assert GK._jit_constants([f32, np.zeros(64, np.float64)]) is None      # mixed dtypes
@@ -159,7 +151,7 @@ def dtype_bf16():
 
 
 @pytest.mark.parametrize("name", ["Gelu", "GeluGrad"])
-def test_registry_sweeps_through_the_compiled_loops(compiled, name):
+def test_registry_sweeps_through_the_compiled_loops(compiled_kernels, name):
     sweep.test_reference_sweep(name)
     if name in sweep.DIFFERENTIABLE:
         sweep.test_gradient_sweep(name)

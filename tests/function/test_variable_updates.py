@@ -224,6 +224,88 @@ def test_which_regions_compile_to_one_loop():
     assert loops(lambda x: ef.cast(x * 2.0, ef.float64) + 1.0, x) is None  # two dtypes
 
 
+def test_a_scalar_head_runs_before_the_loop():
+    # Sub-ops of scalars only (a bias correction from an integer step count: a cast and
+    # powers, which have no loop form) run first; the loop computes the rest.
+    pytest.importorskip("numba")
+    x = ef.constant(RNG.standard_normal((200, 100)).astype(np.float32))
+    t = ef.constant(np.int64(3))
+
+    def f(x, t):
+        step = ef.cast(t + 1, ef.float32)
+        alpha = 0.5 * ef.sqrt(1.0 - ef.pow(0.999, step)) / (1.0 - ef.pow(0.9, step))
+        return x - (x * alpha) / (ef.sqrt(x * x) + 1e-7)
+
+    graph = passes.optimize(ef.function(f).get_concrete_function(x, t).graph)
+    node = next(n for n in graph.nodes if n.op == "FusedElementwise")
+    program = fused_step.Program.of(node)
+    loop = fused_step._Loop.of(program, node)
+    assert loop is not None
+    names = [p.name for p in program.prims]
+    assert {"Cast", "Pow"} <= set(names)
+    # The loop's own sub-ops are the exact ones over [200, 100]: mul, mul, sqrt, add, div, sub.
+    assert [p.name for p in loop.program.prims] == ["Mul", "Mul", "Sqrt", "AddV2", "RealDiv",
+                                                     "Sub"]
+    assert len(loop.head) == len(names) - 6
+    assert fused_step.SCALAR in loop.full and fused_step.FULL in loop.full
+    assert loop.program.outputs == (5,)
+    got = ef.function(f)(x, t).numpy()
+    np.testing.assert_array_equal(_bits(got), _bits(f(x, t).numpy()))
+
+
+@pytest.mark.parametrize("threads", [1, 0])
+def test_keras_adam_updates_run_as_one_loop_with_the_numpy_bits(threads, monkeypatch):
+    # Keras' Adam computes its bias correction from the step count inside the parameter's
+    # region: with the scalar head that region compiles, merges with the moments' regions
+    # (one node, three results) and gives the numpy form's and eager's bits.
+    from eagerflow.backend import cpu_jit
+
+    pytest.importorskip("numba")
+    cpu_threads.set_threads(threads)
+    monkeypatch.setattr(cpu_jit, "MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(cpu_threads, "FUSED_MIN_ELEMENTS", 1 << 12)  # loops split too
+    shape = (300, 257)
+    start = RNG.standard_normal(shape).astype(np.float32)
+    grads = []
+    for k in range(3):
+        g = RNG.standard_normal(shape).astype(np.float32)
+        g.reshape(-1)[k:k + 24:4] = [0.0, -0.0, np.inf, np.nan, 1e-30, 3e38]
+        grads.append(ef.constant(g))
+
+    def make():
+        var = ef.Variable(start.copy())
+        opt = ef.keras.optimizers.Adam(learning_rate=0.01)
+
+        def step(g):
+            opt.apply_gradients([(g, var)])
+            return var.read_value()
+        return step, opt, var
+
+    ran = []
+    run = fused_step._Loop.run
+    monkeypatch.setattr(fused_step._Loop, "run",
+                        lambda self, *a: ran.append(run(self, *a)) or ran[-1])
+    results = []
+    for form in ("jit", "numpy", "eager"):
+        step, opt, var = make()
+        fn = step if form == "eager" else ef.function(step)
+        try:
+            cpu_jit.set_enabled(form != "numpy")
+            if form == "jit":
+                graph = passes.optimize(fn.get_concrete_function(grads[0]).graph)
+                assert [n.num_outputs for n in _merged(graph)] == [3]
+            for g in grads:
+                fn(g)
+        finally:
+            cpu_jit.set_enabled(True)
+        slots = [opt.get_slot(var, name).numpy() for name in ("momentum", "velocity")]
+        results.append([_bits(var.numpy())] + [_bits(a) for a in slots])
+    assert ran.count(True) == len(grads)  # every traced step ran the merged loop
+    for got in results[:2]:
+        for a, b in zip(got, results[2]):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_a_loop_writing_its_input_reads_and_writes_one_slice():
     # Two slices of one array would fail the compiled overlap check (scalar code).
     node_program = fused_step.Program(("Mul", "Sub"), (2, 2), (0, 1, 2, 3), ("float32",) * 2,

@@ -479,13 +479,46 @@ def _row_axis(s, shape):
     return len(shape) - len(s)
 
 
+def _head(program, n_in, body):
+    """The sub-ops of ``program`` outside ``body`` (its scalar head), each as
+    ``(reference, numpy kernel, operand references, attrs)``, in program order."""
+    from eagerflow.backend import numpy_backend
+
+    return tuple((n_in + j, program.prims[j].kernel(numpy_backend), program.refs[j],
+                  dict(program.attrs[j]))
+                 for j in range(len(program.prims)) if j not in body)
+
+
+class _BodyProgram:
+    """The sub-ops of a program that its loop computes (``loop_source`` reads these
+    fields of a ``Program``): the loop's inputs are ``take``, node inputs and head results
+    alike, and its sub-ops are ``body``, renumbered."""
+
+    def __init__(self, program, body, take):
+        n_in = len(take)
+        where = {t: k for k, t in enumerate(take)}
+        where.update({program.n_in + j: n_in + k for k, j in enumerate(body)})
+        self.n_in = n_in
+        self.prims = [program.prims[j] for j in body]
+        self.refs = [tuple(where[r] for r in program.refs[j]) for j in body]
+        self.dtypes = tuple(program.dtypes[j] for j in body)
+        self.outputs = tuple(body.index(j) for j in program.outputs)
+
+
+def _body_program(program, body, take):
+    if len(body) == len(program.prims) and take == tuple(range(program.n_in)):
+        return program  # no head: the node's own program
+    return _BodyProgram(program, body, take)
+
+
 class _Loop:
     """A fused program compiled into one loop over the flattened elements (``cpu_jit``).
 
     numpy runs a region as one call per sub-op, each a pass over memory (over cache-sized
     blocks, see ``_on_cores``); the loop reads each input once and writes the result once,
     keeping every intermediate in a register. Only programs of ``_EXACT`` sub-ops in one
-    float dtype, with two or more sub-ops, whose inputs have the result's shape, are
+    float dtype (after a head of sub-ops on scalars, see ``of``), with two or more
+    sub-ops, whose inputs have the result's shape, are
     scalars, or repeat over the leading axes (a bias row; one input at least has the
     result's shape), compile: the loop then gives numpy's bits. One loop is compiled per
     way of writing the result (into a donor input, in place, or into a fresh array) and per
@@ -493,32 +526,62 @@ class _Loop:
     runs on vector units only when the array it writes overlaps no other parameter).
     """
 
-    def __init__(self, program, full, dtype, row_axis=None):
+    def __init__(self, program, full, dtype, row_axis=None, head=(), take=None, steps=0):
         self.program = program
         self.full = full
         self.dtype = np.dtype(dtype)
         self.row_axis = row_axis  # the loop's rows are the result's axes from here on
         self.variants = {}
+        # The scalar head (see ``of``): (reference, kernel, refs, attrs) per sub-op, and the
+        # references (node inputs, head results) that are the loop's inputs, in order.
+        self.head = head
+        self.take = take
+        self.position = None if take is None else {t: k for k, t in enumerate(take)}
+        self.steps = steps  # the node program's sub-op count (the head's references)
 
     @classmethod
     def of(cls, program, node):
-        """The loop of a node's program, or None when it does not compile to one."""
+        """The loop of a node's program, or None when it does not compile to one.
+
+        Sub-ops whose operands are all scalars (an optimizer's bias correction from its
+        step count: ``lr * sqrt(1 - beta2**t) / (1 - beta1**t)``, with a cast and powers)
+        are the loop's head: they run first, once per call, through their numpy kernels
+        as in the numpy form (the same bits), and their results enter the loop as scalar
+        inputs. Only the sub-ops that read a full-shape or row input need an exact loop
+        form.
+        """
         if len(program.prims) < 2:
             return None
         dtype = node.avals[0].dtype.name
-        if dtype not in _LOOP_DTYPES or any(d != dtype for d in program.dtypes) or \
-                any(d != dtype for d in program.in_dtypes):
-            return None
-        for prim, attrs in zip(program.prims, program.attrs):
-            form = cpu_ufunc(prim)
-            if attrs or form is None or form[1] or form[0] not in _EXACT:
-                return None
         shape = node.avals[0].shape
-        if any(a.shape != shape or a.dtype.name != dtype for a in node.avals):
+        if dtype not in _LOOP_DTYPES or not shape or \
+                any(a.shape != shape or a.dtype.name != dtype for a in node.avals):
+            return None
+        n_in = program.n_in
+        scalar = [src.avals[i].shape == () for src, i in node.inputs]
+        for refs in program.refs:
+            scalar.append(all(scalar[r] for r in refs))
+        body = [j for j in range(len(program.prims)) if not scalar[n_in + j]]
+        if len(body) < 2 or any(scalar[n_in + j] for j in program.outputs):
+            return None
+        for j in body:
+            form = cpu_ufunc(program.prims[j])
+            if program.attrs[j] or form is None or form[1] or form[0] not in _EXACT or \
+                    program.dtypes[j] != dtype:
+                return None
+        in_body = set(body)
+        take = sorted({r for j in body for r in program.refs[j]
+                       if r < n_in or r - n_in not in in_body})
+        dtypes = list(program.in_dtypes) + list(program.dtypes)
+        if any(dtypes[t] != dtype for t in take):
             return None
         full = []
         row_axis = len(shape)
-        for src, i in node.inputs:
+        for t in take:
+            if t >= n_in:
+                full.append(SCALAR)  # a head result
+                continue
+            src, i = node.inputs[t]
             s = src.avals[i].shape
             if s == shape:
                 full.append(FULL)
@@ -531,8 +594,13 @@ class _Loop:
                 return None
         if FULL not in full:
             return None
+        head, take = _head(program, n_in, in_body), tuple(take)
+        loop_program = _body_program(program, body, take)
+        if not head and take == tuple(range(n_in)):
+            take = None  # the loop reads the node's inputs as they come
+        steps = len(program.prims)
         if ROW not in full:
-            return cls(program, tuple(full), dtype)
+            return cls(loop_program, tuple(full), dtype, None, head, take, steps)
         if 0 in shape:
             return None  # rows of no elements
         # The rows are the trailing axes from the first one a ROW input spans, widened to
@@ -540,7 +608,7 @@ class _Loop:
         # enough to pay for its row's slices.
         while row_axis > 0 and int(np.prod(shape[row_axis:])) < 256:
             row_axis -= 1
-        return cls(program, tuple(full), dtype, row_axis)
+        return cls(loop_program, tuple(full), dtype, row_axis, head, take, steps)
 
     def _variant(self, params, intos):
         """The compiled loop for this way of passing the arrays, or None (the kernels
@@ -569,6 +637,15 @@ class _Loop:
         ``args[intos[o]]`` when ``intos[o] >= 0``, which is then ``outs[o]``); False when
         these arguments need the numpy form (or the loop is not usable)."""
         dtype, full = self.dtype, self.full
+        if self.take is not None:
+            values = list(args) + [None] * self.steps
+            try:
+                for ref, kernel, refs, attrs in self.head:
+                    values[ref] = kernel(*[values[r] for r in refs], **attrs)
+            except Exception:  # noqa: BLE001 - the numpy form raises it, naming the sub-op
+                return False
+            args = [values[t] for t in self.take]
+            intos = [self.position.get(p, -1) if p >= 0 else -1 for p in intos]
         params = []
         for r, a in enumerate(args):
             if full[r] == FULL:

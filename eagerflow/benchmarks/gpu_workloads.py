@@ -6,7 +6,9 @@ device (``cupy.cuda.Device.synchronize``, ``torch.cuda.synchronize``): kernels r
 asynchronously, and without the wait a call would time only their queueing.
 
 Columns: ``eagerflow``, ``cupy`` (the same math written directly in cupy: the floor, as numpy
-is on the CPU) and ``torch`` (eager, on CUDA). All cupy allocations of the process, the raw
+is on the CPU; for the fused chain, a device-to-device copy of the bytes the chain must move,
+which is its memory-bandwidth floor at the measured copy rate) and ``torch`` (eager, on
+CUDA). All cupy allocations of the process, the raw
 cupy column's included, go through eagerflow's peak-tracking allocator once a GPU is used.
 """
 
@@ -93,8 +95,84 @@ def gpu_mlp_adam_step():
     return fns
 
 
+CHAIN_ELEMENTS = 64 << 20  # 64M float32: 256 MiB in, 256 MiB out
+
+
+def _chain(ef, x):
+    """Ten elementwise ops, each with a GPU expression: one fused kernel inside @function."""
+    y = x * 1.5
+    y = y + 0.25
+    y = ef.tanh(y)
+    y = ef.square(y)
+    y = y - 0.5
+    y = ef.abs(y)
+    y = y + 1.0
+    y = ef.sqrt(y)
+    y = y * 0.75
+    return ef.maximum(y, 0.1)
+
+
+def gpu_function_chain():
+    """The 10-op chain over float32[64M] inside ``@function`` (one generated kernel: one
+    read of the input, one write of the result) against its bandwidth floor: a
+    device-to-device copy of as many bytes (4 bytes read and 4 written per element) at the
+    rate this GPU copies; torch runs the chain eagerly (ten kernels)."""
+    import cupy
+
+    import eagerflow as ef
+
+    a = np.random.default_rng(0).standard_normal(CHAIN_ELEMENTS).astype(np.float32)
+    with ef.device("/gpu:0"):
+        x = ef.constant(a)
+        chain = ef.function(lambda x: _chain(ef, x), autograph=False)
+        chain(x)  # traced and compiled before the timing
+    if "GPU" not in x.device:
+        raise RuntimeError("the chain's input landed on %s, not on the GPU" % x.device)
+    src = cupy.asarray(a)
+    dst = cupy.empty_like(src)
+    sync = cupy.cuda.Device(0).synchronize
+    fns = {"eagerflow": _synchronized(lambda: chain(x), sync),
+           "cupy": _synchronized(lambda: dst.data.copy_from_device(src.data, src.nbytes),
+                                 sync)}
+    torch = _torch_cuda()
+    if torch is not None:
+        t = torch.from_numpy(a).cuda()
+        fns["torch"] = _synchronized(lambda: _chain_torch(torch, t), torch.cuda.synchronize)
+    return fns
+
+
+def _chain_torch(torch, x):
+    y = torch.tanh(x * 1.5 + 0.25)
+    y = torch.sqrt(torch.abs(y * y - 0.5) + 1.0) * 0.75
+    return torch.clamp_min(y, 0.1)
+
+
+def gpu_function_mlp_adam_step():
+    """The MLP step of ``gpu_mlp_adam_step`` inside ``@function``: the backward pass and
+    each variable's Adam update as fused kernels (m, v and the parameter in one)."""
+    import cupy
+
+    import eagerflow as ef
+
+    with ef.device("/gpu:0"):
+        step, x, labels = _mlp_adam_step(ef, batch=MLP_BATCH)
+        step = ef.function(step, autograph=False)
+        step(x, labels)
+    sync = cupy.cuda.Device(0).synchronize
+    fns = {"eagerflow": _synchronized(lambda: step(x, labels), sync)}
+    torch = _torch_cuda()
+    if torch is not None:
+        fns["torch"] = _synchronized(_mlp_torch_step(torch, batch=MLP_BATCH, device="cuda"),
+                                     torch.cuda.synchronize)
+    return fns
+
+
 WORKLOADS = [
     Workload("gpu eager add f32[16]", gpu_eager_add, note="target <= 1.3x torch"),
     Workload("gpu eager MLP 784-512-512-10 Adam b%d" % MLP_BATCH, gpu_mlp_adam_step,
              note="target <= 1.5x torch"),
+    Workload("gpu @function 10-op chain f32[64M]", gpu_function_chain,
+             note="cupy = d2d copy of the same 512 MiB (bandwidth floor); target <= 1.5x"),
+    Workload("gpu @function MLP 784-512-512-10 Adam b%d" % MLP_BATCH,
+             gpu_function_mlp_adam_step, note="target <= 300 us"),
 ]

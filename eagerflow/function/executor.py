@@ -377,6 +377,11 @@ def _update_in_place(nodes, slots, frees, consumers, position, k, node, o):
     return None
 
 
+def _writeable(arr):
+    # cupy arrays have no ``writeable`` flag (every cupy array is writable).
+    return getattr(arr.flags, "writeable", True)
+
+
 def _assign_step(var, op, owns_input=False):
     """The step of an Assign*VariableOp node.
 
@@ -395,7 +400,7 @@ def _assign_step(var, op, owns_input=False):
     def private(arr):
         # Four references when only the variable holds the array: the variable's slot, the
         # caller's local ``arr``, this function's parameter and getrefcount's argument.
-        return (arr.__class__ is ndarray and arr.base is None and arr.flags.writeable
+        return (arr.__class__ is ndarray and arr.base is None and _writeable(arr)
                 and sys.getrefcount(arr) <= 4)
 
     method = builtins.BUILTINS[op].assigns
@@ -405,7 +410,7 @@ def _assign_step(var, op, owns_input=False):
                 arr = var._value
                 if owns_input and value.__class__ is ndarray and value.base is None and \
                         value.dtype == arr.dtype and value.shape == arr.shape and \
-                        value.flags.writeable:
+                        _writeable(value):
                     var._write(value)
                 elif private(arr) and value.shape == arr.shape:
                     backend.copyto(arr, value, casting="same_kind")

@@ -123,6 +123,15 @@ class Primitive:
             ``{attr}`` a numeric attr; ``dtype_names`` the operand dtypes it is written for.
             A template of None asks the fusion pass to write it per target dtype (Cast).
             Without one, the op runs its own kernel inside a fused region on a GPU.
+        gpu_reduce: Optional ``(dtype_names, reduce_expr, identity, post_map)``: a reduction
+            over ``axis`` (attrs ``axis`` and ``keepdims``) as the fields of a
+            ``cupy.ReductionKernel``, so that a fused elementwise region on a GPU whose
+            result only this reduction reads runs as one kernel. ``reduce_expr`` combines
+            two partial values ``a`` and ``b``; ``identity`` starts each reduction
+            (``{inf}`` is +infinity in the reduced type); ``post_map`` writes the reduced
+            value ``a`` into ``out0`` (``{R}``: the reduced C type; cupy's ``_in_ind`` and
+            ``_out_ind`` count the input and output elements). ``dtype_names``: the dtypes
+            it is written for. Nothing of a graph's attrs enters these texts.
         cost: Optional ``cost(in_avals, out_avals, attrs) -> flops``, the estimate the
             cost-based placer simulates with; None: the larger of the input and output
             element counts (right for elementwise ops and reductions).
@@ -136,14 +145,15 @@ class Primitive:
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
         "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "static_kernel",
-        "gpu_expr", "cost", "elementwise", "shape_only", "__weakref__",
+        "gpu_expr", "gpu_reduce", "cost", "elementwise", "shape_only", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
                  shape_fn=None, vjp=None, saves=None, reference=None, samples=None,
                  sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
                  tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False,
-                 static_kernel=None, gpu_expr=None, cost=None, shape_only=()):
+                 static_kernel=None, gpu_expr=None, gpu_reduce=None, cost=None,
+                 shape_only=()):
         self.name = name
         self.forward = forward
         self.kernels = [None, None]
@@ -169,6 +179,7 @@ class Primitive:
         self.vjp_skips = vjp_skips
         self.static_kernel = static_kernel
         self.gpu_expr = gpu_expr
+        self.gpu_reduce = gpu_reduce
         self.cost = cost
         self.shape_only = tuple(shape_only)
         # The eager fast path handles prims whose every input shares one dtype.

@@ -320,3 +320,28 @@ def test_cuda_source_takes_only_numbers_from_attributes():
     assert "0.25" in source(0.25)[2]
     assert source("1.0); asm(\"trap;\"); (") is None
     assert source(True) is None
+
+
+def test_generated_gpu_kernels_take_no_strings_from_a_graph():
+    """The several-result, in-place and reduction forms: a sub-op attr string, a node name
+    or a hostile axis never reaches the CUDA texts (they hold declared templates, dtype
+    names, numbers and generated names only)."""
+    from eagerflow.function.passes import fused_gpu, fused_step
+
+    evil = 'x"); asm("trap;"); ("'
+    several = fused_step.Program(
+        ("LeakyRelu", "Neg"), (1, 1), (0, 1), ("float32", "float32"),
+        ("(('alpha', 0.5), ('note', %r))" % evil, ""), (-1, -1), ("float32",),
+        outputs=(0, 1))
+    for intos in (None, (0, -1)):
+        texts = fused_gpu.cuda_source(several, intos)
+        assert texts is not None and not any(evil in t or "note" in t for t in texts)
+    reduction = fused_step.Program(
+        ("Neg", "Sum"), (1, 1), (0, 1), ("float32", "float32"),
+        ("", "(('axis', (0,)), ('keepdims', False), ('name', %r))" % evil), (-1, -1),
+        ("float32",))
+    fields = fused_gpu.reduction_source(reduction)
+    assert fields is not None and not any(evil in v or "name'" in v for v in fields.values())
+    assert fused_gpu.cuda_source(fused_step.Program(
+        ("LeakyRelu",), (1,), (0,), ("float32",), ("(('alpha', %r),)" % evil,), (-1,),
+        ("float32",), outputs=(0,)), (0,)) is None

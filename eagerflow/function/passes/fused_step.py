@@ -11,19 +11,23 @@ graph carries it like any other node:
 * ``dtypes``: the dtype name of each sub-op's result (the last one is the node's output);
 * ``op_attrs``: each sub-op's attrs as the ``repr`` of a tuple of ``(name, value)`` pairs;
 * ``inplace``: per sub-op, the reference whose buffer the CPU may overwrite with the result
-  (``-1``: allocate). The fusion pass proves each such reuse safe from static shapes.
+  (``-1``: allocate). The fusion pass proves each such reuse safe from static shapes;
+* ``outputs`` (optional): the sub-ops whose results are the node's outputs (``update_loops``;
+  by default the last sub-op's).
+
+On a GPU the last sub-op may also be a reduction (Sum, Mean, Max) of the others' result.
 
 On the CPU the program becomes one generated Python function calling the numpy kernels:
 ufunc sub-ops write into dead intermediate buffers with ``out=``, so a chain of n ops over
 a big array allocates once instead of n times. On the GPU, a program whose every sub-op has
-a CUDA expression for its dtypes becomes one ``cupy.ElementwiseKernel`` (one pass over
-memory); otherwise each sub-op runs its own cupy kernel.
+a CUDA expression for its dtypes becomes one generated cupy kernel (``fused_gpu``: one pass
+over memory, several results and in-place writes included, or one reduction kernel);
+otherwise each sub-op runs its own cupy kernel.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import math
 import sys
 import threading
@@ -35,6 +39,7 @@ from eagerflow import errors
 from eagerflow.backend import cpu_jit, cpu_threads
 from eagerflow.function.executor import _label
 from eagerflow.function.graph_validation import keyword_name
+from eagerflow.function.passes import fused_gpu
 from eagerflow.ops import dispatch, registry
 from eagerflow.ops.nn.activation_ops import relu_numpy
 
@@ -227,6 +232,15 @@ def python_source(program, donatable=(), variable_donors=(), out_param=False):
 def _build_cpu(program, node, device, donatable=(), variable_donors=()):
     if len(program.outputs) > 1:
         return _build_cpu_several(program, node, device, variable_donors)
+    if fused_gpu.reduces(program):
+        # A region ending in a reduction is made for a GPU only (the fusion pass); a
+        # loaded graph may still run it here: the numpy form, never split into blocks
+        # (the result's axes are not the inputs').
+        source, env = python_source(program)
+        env["_fail"] = _failure(program, node, device)
+        exec(compile(source, "<fused %s>" % _label(node.name), "exec"), env)  # noqa: S102
+        env["fused"].source = source
+        return env["fused"]
     out_aval = node.avals[0]
     ok = []
     for p in tuple(variable_donors) + tuple(donatable):  # a variable keeps its array
@@ -712,118 +726,21 @@ def _failure(program, node, device):
 
 
 # -- GPU ------------------------------------------------------------------------------------
+# The generated CUDA forms live in ``fused_gpu``; these names are the ones the fusion pass
+# and the tests know.
 
-CTYPES = {
-    "float32": "float", "float64": "double", "int8": "signed char", "int16": "short",
-    "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-    "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "bool",
-}
-_FLOAT = frozenset(("float32", "float64"))
-
-
-def cuda_expression(op, operand_dtypes, out_dtype, attrs, operands):
-    """The C expression of one sub-op, or None when it has none for these dtypes.
-
-    The expression is the primitive's declared ``gpu_expr`` (see ``eagerflow.ops.registry``);
-    ``op`` is the Primitive or its name. Its dtype names apply to the operands of the op's
-    dtype group (SelectV2's condition is a bool whatever the values are).
-    """
-    prim = op if op.__class__ is not str else registry.find(op)
-    entry = None if prim is None else prim.gpu_expr
-    if entry is None or out_dtype not in CTYPES:
-        return None
-    allowed, template = entry
-    group = prim.dtype_group
-    value_dtypes = operand_dtypes if group == "all" else [
-        operand_dtypes[i] for i in group if i < len(operand_dtypes)]
-    if any(d not in allowed for d in value_dtypes) or any(
-            d not in CTYPES for d in operand_dtypes):
-        return None
-    if template is None:  # a conversion, written per target dtype
-        if out_dtype == "bool":
-            return "(%s != 0)" % operands[0]
-        return "static_cast<%s>(%s)" % (CTYPES[out_dtype], operands[0])
-    if "isnan((double)" in template and value_dtypes[0] not in _FLOAT:
-        template = template.replace(" || isnan((double){0})", "").replace(
-            "isnan((double){0}) ? {0} : ", "")
-    fields = {"T": CTYPES[value_dtypes[0]] if value_dtypes else CTYPES[out_dtype],
-              "O": CTYPES[out_dtype]}
-    for key, value in attrs.items():
-        # Only numbers are written into CUDA source (as their repr); an expression that
-        # needs any other attribute finds no field and the sub-op runs its own kernel.
-        if value.__class__ is float and np.isfinite(value):
-            fields[key] = repr(value)
-        elif value.__class__ is int:
-            fields[key] = repr(value)
-    try:
-        return template.format(*operands, **fields)
-    except (KeyError, IndexError):  # an attr the expression needs is missing
-        return None
+CTYPES = fused_gpu.CTYPES
+cuda_expression = fused_gpu.cuda_expression
+cuda_source = fused_gpu.cuda_source
 
 
-def cuda_source(program):
-    """``(in_params, out_params, operation, name)`` for cupy.ElementwiseKernel, or None."""
-    names = ["in%d" % k for k in range(program.n_in)]
-    dtypes = list(program.in_dtypes) + list(program.dtypes)
-    lines = []
-    for j, (prim, refs) in enumerate(zip(program.prims, program.refs)):
-        expr = cuda_expression(prim, [dtypes[r] for r in refs], program.dtypes[j],
-                               program.attrs[j], [names[r] for r in refs])
-        if expr is None:
-            return None
-        names.append("t%d" % j)
-        lines.append("%s t%d = %s;" % (CTYPES[program.dtypes[j]], j, expr))
-    lines.append("out0 = t%d;" % (len(program.prims) - 1))
-    operation = "\n".join(lines)
-    in_params = ", ".join("%s in%d" % (d, k) for k, d in enumerate(program.in_dtypes))
-    out_params = "%s out0" % program.dtypes[-1]
-    digest = hashlib.sha1((in_params + out_params + operation).encode()).hexdigest()[:12]
-    return in_params, out_params, operation, "eagerflow_fused_" + digest
-
-
-_KERNELS = {}
-
-
-def _build_gpu(program, node, device):
-    source = cuda_source(program) if len(program.outputs) == 1 else None
-    if source is None:
-        return _interpreted(program, node, device)
-    kernel = _KERNELS.get(source)
-    if kernel is None:
-        cupy = device.backend.module
-        # No FMA contraction: a fused a*b+c then rounds like the separate kernels.
-        kernel = cupy.ElementwiseKernel(*source, options=("--fmad=false",))
-        _KERNELS[source] = kernel
-    fail = _failure(program, node, device)
-
-    def fused(*args):
-        try:
-            return kernel(*args)
-        except Exception as exc:  # noqa: BLE001 - translated with the sub-op
-            fail(len(program.prims) - 1, exc)
-
-    return fused
+def _build_gpu(program, node, device, donors=()):
+    return fused_gpu.build(program, node, device, _failure(program, node, device), donors)
 
 
 def _interpreted(program, node, device):
     """Runs sub-ops one kernel at a time (GPU sub-ops without a CUDA expression)."""
-    kernels = [p.kernel(device.backend) for p in program.prims]
-    fail = _failure(program, node, device)
-    steps = list(zip(kernels, program.refs, program.attrs))
-    outputs = program.outputs
-
-    def fused(*args):
-        values = list(args)
-        try:
-            for kernel, refs, attrs in steps:
-                values.append(kernel(*[values[r] for r in refs], **attrs))
-        except Exception as exc:  # noqa: BLE001 - translated with the sub-op
-            fail(len(values) - len(args), exc)
-        if len(outputs) > 1:
-            return tuple(values[len(args) + j] for j in outputs)
-        return values[-1]
-
-    return fused
+    return fused_gpu.interpreted(program, device, _failure(program, node, device))
 
 
 def fused_step(node, device, executor):
@@ -832,6 +749,6 @@ def fused_step(node, device, executor):
     if not program.prims:
         raise errors.InternalError(None, node.op, "empty fused program in node %s" % node.name)
     if device.backend_index:
-        return _build_gpu(program, node, device)
+        return _build_gpu(program, node, device, getattr(executor, "_donatable_variables", ()))
     return _build_cpu(program, node, device, getattr(executor, "_donatable", ()),
                       getattr(executor, "_donatable_variables", ()))

@@ -9,7 +9,10 @@ stays valid). See ``fused_step`` for the node's attrs and how it runs.
 Elementwise means: declared through ``eagerflow.ops.family.unary``/``binary`` (``prim.domain``
 is set), plus Cast and SelectV2. All of them produce the broadcast shape of their inputs, so
 the cluster's result has the broadcast shape of its outside inputs (what a generated CUDA
-kernel computes). On a GPU only ops with a CUDA expression join a cluster.
+kernel computes). On a GPU only ops with a CUDA expression join a cluster, and a cluster
+whose result only a reduction with a GPU form reads (Sum, Mean, Max: ``gpu_reduce`` in
+their declarations) takes that reduction in as its last sub-op, to run as one reduction
+kernel (``fused_gpu.reduction_source``); a CPU graph is fused as before.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ from __future__ import annotations
 from eagerflow.function import builtins
 from eagerflow.function.passes import fused_step
 from eagerflow.function.passes.common import (
-    Substitution, consumers, is_pure, new_node, resolved_device,
+    Substitution, consumers, is_pure, new_node, readers, resolved_device,
 )
 
 EXTRA_ELEMENTWISE = frozenset(("Cast", "SelectV2"))
 
 
 def run(graph):
-    """Replaces elementwise clusters of two or more ops by FusedElementwise nodes."""
+    """Replaces elementwise clusters of two or more ops (on a GPU, also one op and the
+    reduction of its result) by FusedElementwise nodes; returns True if any changed."""
     uses = consumers(graph)
     outputs = {n for n, _ in graph.outputs}
     devices = {}
@@ -38,14 +42,24 @@ def run(graph):
         if entry is not None:
             info[node] = entry
             devices[node] = device
-    clusters = {}  # root -> members in graph order
+    clusters = {}  # the node the fused node replaces -> members in graph order
     taken = set()
     order = {node: k for k, node in enumerate(graph.nodes)}
+    reads = None
     for root in reversed(graph.nodes):
         if root not in info or root in taken:
             continue
         members = _grow(root, info, devices, uses, outputs, taken)
-        if len(members) > 1:
+        reduction = None
+        if getattr(devices[root], "backend_index", 0):
+            reads = readers(graph) if reads is None else reads
+            reduction = _gpu_reduction(root, devices[root], reads, outputs)
+        if reduction is not None:
+            # One elementwise op and its reduction already save a pass over memory.
+            info[reduction] = fused_step.encode_attrs(reduction.attrs)
+            taken.update(members)
+            clusters[reduction] = sorted(members, key=order.__getitem__) + [reduction]
+        elif len(members) > 1:
             taken.update(members)
             clusters[root] = sorted(members, key=order.__getitem__)
     if not clusters:
@@ -82,6 +96,35 @@ def _fusable(node, device):
                                       node.attrs, operands) is None:
             return None
     return text
+
+
+def _gpu_reduction(root, device, reads, outputs):
+    """The reduction node that alone reads a GPU cluster's result and can end its kernel
+    (its declaration's ``gpu_reduce`` covers the dtype; static shapes; axes as ints), or
+    None."""
+    if root in outputs:
+        return None
+    users = reads.get(root, ())
+    if len(users) != 1 or users[0] is None:
+        return None
+    node = users[0]
+    prim = node.prim
+    if prim is None or prim.gpu_reduce is None or len(node.inputs) != 1 or \
+            node.control_inputs or not is_pure(node) or node.num_outputs != 1 or \
+            resolved_device(node) != device or \
+            fused_step.encode_attrs(node.attrs) is None:
+        return None
+    # (The reduction's own uses, a graph output or a control edge included, move to the
+    # fused node through the Substitution.)
+    aval = root.avals[0]
+    if aval.shape is None or None in aval.shape or node.avals[0].dtype is not aval.dtype or \
+            aval.dtype.name not in prim.gpu_reduce[0]:
+        return None
+    axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims")
+    if keepdims.__class__ is not bool or not (axis is None or (
+            axis.__class__ is tuple and all(a.__class__ is int for a in axis))):
+        return None
+    return node
 
 
 def _grow(root, info, devices, uses, outputs, taken):

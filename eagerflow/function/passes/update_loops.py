@@ -11,7 +11,8 @@ FusedElementwise node ``A`` whose result was assigned to ``X`` last before ``R``
 merged node sits at ``P``'s place, computes ``A``'s program, then ``P``'s with ``R``
 replaced by ``A``'s result, and returns every result; the assignments follow it in their
 original order. The values are the ones the separate regions compute (the same sub-ops on
-the same operands).
+the same operands). On a GPU the merged node is one ``cupy.ElementwiseKernel`` with one
+output per result, written into the variables' buffers (``fused_gpu``).
 
 Moving ``A`` and its assignment down to ``P`` is safe only when nothing in between could
 see the difference, so the group is merged only when every node between the first merged
@@ -19,9 +20,9 @@ assignment and ``P`` is a pure kernel, a constant, a fused region, a variable re
 assignment of another variable (no control flow, calls or communication); no other read
 or write of a merged variable lies in between; ``R`` is read by ``P`` alone; no merged
 value is a graph output or has control edges; and the regions' programs each compile to
-one loop, with one shape and dtype, on the CPU. It runs only when the compiled kernels are
-usable (``backend.cpu_jit``): without them the separate regions' numpy forms, over cache
-blocks, are the faster ones.
+one loop (one generated kernel on a GPU), with one shape and dtype. On a CPU it runs only
+when the compiled kernels are usable (``backend.cpu_jit``): without them the separate
+regions' numpy forms, over cache blocks, are the faster ones.
 
 Example:
     >>> import numpy as np
@@ -39,7 +40,7 @@ Example:
 from __future__ import annotations
 
 from eagerflow.function import builtins
-from eagerflow.function.passes import fused_step
+from eagerflow.function.passes import fused_gpu, fused_step
 from eagerflow.function.passes.common import (
     consumers, is_pure, new_node, readers, resolved_device,
 )
@@ -60,17 +61,20 @@ def run(graph):
 
 
 def _loop_ready(node):
-    """Whether ``node`` is a CPU region with one result that compiles to one loop, large
-    enough for the compiled kernels (``cpu_jit.wanted``: a graph of small tensors never
-    imports numba)."""
+    """Whether ``node`` is a region with one result that runs as one pass over memory:
+    on a CPU a compiled loop, large enough for the compiled kernels (``cpu_jit.wanted``: a
+    graph of small tensors never imports numba); on a GPU one generated kernel
+    (``fused_gpu.cuda_source``), whatever its size (each merge saves kernel launches)."""
     from eagerflow.backend import cpu_jit
 
     if node.op != builtins.FUSED_ELEMENTWISE or node.num_outputs != 1 or \
-            node.control_inputs or getattr(resolved_device(node), "backend_index", 0):
+            node.control_inputs:
         return False
     aval = node.avals[0]
     if aval.shape is None or None in aval.shape or not aval.shape:
         return False
+    if getattr(resolved_device(node), "backend_index", 0):
+        return fused_gpu.cuda_source(fused_step.Program.of(node)) is not None
     size = 1
     for n in aval.shape:
         size *= n

@@ -33,6 +33,7 @@ import warnings
 
 import eagerflow as ef
 from eagerflow.framework import strategy_context
+from eagerflow.keras.optimizers import fused_updates
 from eagerflow.keras.optimizers import schedules as schedules_lib
 from eagerflow.keras.optimizers.optimizer_gradients import GradientTransformsMixin
 from eagerflow.keras.optimizers.optimizer_slots import SlotsMixin
@@ -394,6 +395,9 @@ class Optimizer(SlotsMixin, GradientTransformsMixin, Module):
         (``extended._sharded_updates``, MultiWorkerMirroredStrategy's
         ``shard_optimizer_updates``), each worker runs ``update_step`` on its own rows
         of every variable and the rows are all-gathered.
+
+        Eagerly, a GPU variable's ``update_step`` runs traced (``fused_updates``): its
+        graph's update is one generated kernel instead of one kernel per op.
         """
         replica = strategy_context.current_replica_context()
         if replica is not None:
@@ -404,7 +408,11 @@ class Optimizer(SlotsMixin, GradientTransformsMixin, Module):
         for grad, var in zip(grads, variables):
             device = getattr(var, "_update_device", None)
             if device is None:
-                self.update_step(grad, var, learning_rate)
+                if fused_updates.wanted(self, var):
+                    # A GPU variable: the traced update, one generated kernel.
+                    fused_updates.update(self, grad, var, learning_rate)
+                else:
+                    self.update_step(grad, var, learning_rate)
             else:
                 with ef.device(device):
                     self.update_step(grad, var, learning_rate)

@@ -25,7 +25,7 @@ from eagerflow.ops.math.arithmetic import conj, equal
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops import composite
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.family import BOOL, NUMERIC, REAL
+from eagerflow.ops.family import BOOL, GPU_FLOAT, NUMERIC, REAL
 from eagerflow.ops.reduce import (
     _axes_of, _count, _kept_shape, _low_precision, _normalize_axes, _reduced_shape, _single_axis,
     _values, _with_rank,
@@ -370,14 +370,23 @@ def _prod_vjp(g, x, out, *, axis, keepdims):
     return gx * conj(others)
 
 
+# The GPU reductions a fused elementwise region may end in (``gpu_reduce``, see
+# ``registry.Primitive``): float sums accumulate in the input's type, as cupy's own sum;
+# the mean divides by the count in that type, as the kernel's ``total / n``; the maximum
+# propagates NaN (as Maximum's expression) and is -inf over no elements, as TF.
 SUM = _reduction("Sum", _sum_kernel, NUMERIC, _ref_sum, vjp=_sum_vjp, saves=(0,),
-                 grad_samples=_reduce_grad_samples)
+                 grad_samples=_reduce_grad_samples,
+                 gpu_reduce=(GPU_FLOAT, "a + b", "0", "out0 = a"))
 PROD = _reduction("Prod", _prod_kernel, NUMERIC, _ref_prod, vjp=_prod_vjp, saves=(0,),
                   grad_samples=_prod_grad_samples)
 MEAN = _reduction("Mean", _mean_kernel, NUMERIC, _ref_mean, vjp=_mean_vjp, saves=(0,),
-                  grad_samples=_reduce_grad_samples)
+                  grad_samples=_reduce_grad_samples,
+                  gpu_reduce=(GPU_FLOAT, "a + b", "0",
+                              "out0 = a / ({R})(_in_ind.size() / _out_ind.size())"))
 MAX = _reduction("Max", _extreme_kernel("max", _lowest), REAL, _ref_max, vjp=_extreme_vjp,
-                 saves=(0, "out"), grad_samples=_reduce_grad_samples)
+                 saves=(0, "out"), grad_samples=_reduce_grad_samples,
+                 gpu_reduce=(GPU_FLOAT, "(a >= b || isnan((double)a)) ? a : b", "-{inf}",
+                             "out0 = a"))
 MIN = _reduction("Min", _extreme_kernel("min", _highest), REAL, _ref_min, vjp=_extreme_vjp,
                  saves=(0, "out"), grad_samples=_reduce_grad_samples)
 ANY = _reduction("Any", _bool_kernel("any"), BOOL,

@@ -78,12 +78,21 @@ def gpu_eager_add():
 def gpu_mlp_adam_step():
     """One eager training step of the MLP 784-512-512-10 (GradientTape and Adam written
     out, as the CPU workload) at batch 1024 on the GPU, against torch's eager step."""
+    return _mlp_step_fns(traced=False)
+
+
+def _mlp_step_fns(traced):
+    """The GPU MLP Adam step (inside ``@function`` when ``traced``, after one warm-up call)
+    beside torch's eager step, each synchronized."""
     import cupy
 
     import eagerflow as ef
 
     with ef.device("/gpu:0"):
         step, x, labels = _mlp_adam_step(ef, batch=MLP_BATCH)
+        if traced:
+            step = ef.function(step, autograph=False)
+            step(x, labels)
     if "GPU" not in x.device:  # soft placement would silently time the CPU instead
         raise RuntimeError("the MLP inputs landed on %s, not on the GPU" % x.device)
     sync = cupy.cuda.Device(0).synchronize
@@ -150,21 +159,7 @@ def _chain_torch(torch, x):
 def gpu_function_mlp_adam_step():
     """The MLP step of ``gpu_mlp_adam_step`` inside ``@function``: the backward pass and
     each variable's Adam update as fused kernels (m, v and the parameter in one)."""
-    import cupy
-
-    import eagerflow as ef
-
-    with ef.device("/gpu:0"):
-        step, x, labels = _mlp_adam_step(ef, batch=MLP_BATCH)
-        step = ef.function(step, autograph=False)
-        step(x, labels)
-    sync = cupy.cuda.Device(0).synchronize
-    fns = {"eagerflow": _synchronized(lambda: step(x, labels), sync)}
-    torch = _torch_cuda()
-    if torch is not None:
-        fns["torch"] = _synchronized(_mlp_torch_step(torch, batch=MLP_BATCH, device="cuda"),
-                                     torch.cuda.synchronize)
-    return fns
+    return _mlp_step_fns(traced=True)
 
 
 WORKLOADS = [

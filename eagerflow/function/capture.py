@@ -16,10 +16,11 @@ capture): it falls back to plain launches once, with the exception text as its r
 
 Life of an eligible graph (``Capture.run``):
 
-1. The first call runs plainly (warm-up: kernels compiled, memory pools filled).
-2. The second call records: static device copies of the arguments are made, a schedule
-   compiled for capture (``Executor(graph, capture=True)``: variable writes go into the
-   variables' own buffers) runs on a private non-blocking stream between
+1. The first call runs plainly (warm-up: kernels compiled, memory pools filled), with the
+   schedule compiled for capture (``Executor(graph, capture=True)``: variable writes go
+   into the variables' own arrays), so that recording launches only what has run.
+2. The second call records: static device copies of the arguments are made and that
+   schedule runs on a private non-blocking stream between
    ``begin_capture`` and ``end_capture``, allocating from a memory pool of its own so
    that nothing allocated later can take the addresses the graph keeps. Nothing executes
    while recording; the graph is then launched once for this call's results.
@@ -294,6 +295,8 @@ class Capture:
 
     def __getattr__(self, name):
         # Everything else (steps, source, devices) is the plain executor's.
+        if name == "plain":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.plain, name)
 
     def status(self):
@@ -327,10 +330,29 @@ class Capture:
                 self._lock.release()
             return self.plain.run(args, captures)
         if state is _WARM:
-            outputs = self.plain.run(args, captures)
+            return self._warm_up(args, captures)
+        return self.plain.run(args, captures)  # fell back
+
+    def _warm_up(self, args, captures):
+        """The first call: runs the schedule compiled for capture plainly, so that what
+        recording will launch (generated kernels, library handles) is compiled and loaded
+        before the capture begins, and the memory pool holds what a step needs."""
+        with self._lock:
+            if self._capture_executor is None:
+                # Compiled outside the capture: compiling moves constants to the device.
+                self._capture_executor = executor_lib.Executor(self.graph, capture=True)
+            self._private_arrays()
+            outputs = self._capture_executor.run(args, captures)
             self._state = _RECORD
             return outputs
-        return self.plain.run(args, captures)  # fell back
+
+    def _private_arrays(self):
+        """Gives each variable the schedule writes in place an array of its own where a
+        reader outside holds the current one (its value must not change), as an eager
+        assignment gives it a new array."""
+        for variable in self._written:
+            if _held_outside(variable):
+                variable._write(variable._value.copy())
 
     def _replay(self, args):
         """This call's outputs from a replay, or None when the recording cannot serve it
@@ -377,17 +399,9 @@ class Capture:
         ndarray = xp.ndarray
         if any(a.__class__ is not ndarray for a in list(args) + list(captures)):
             return self.plain.run(args, captures)
-        if self._capture_executor is None:
-            # Compiled outside the capture: compiling moves constants to the device.
-            self._capture_executor = executor_lib.Executor(self.graph, capture=True)
         statics = [a.copy() for a in args]
         captures = list(captures)
-        for variable in self._written:
-            # The graph will write this array in place: an eager read holding it must keep
-            # its value, so the variable gets a copy of its own first (as an eager
-            # assignment would give it a new array).
-            if _held_outside(variable):
-                variable._write(variable._value.copy())
+        self._private_arrays()  # the graph writes them in place on every launch
         before = [v._value for v in self._variables]
         run = self._capture_executor.run
         self._recordings += 1

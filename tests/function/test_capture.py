@@ -269,6 +269,19 @@ def test_a_read_held_outside_keeps_its_value(host_recorder):
         x, labels).experimental_capture_status().state == "captured"
 
 
+def test_a_read_held_before_the_first_call_keeps_its_value(host_recorder):
+    step, x, labels, variables = _step()
+    host_recorder(variables)
+    f = ef.function(step)
+    held = [v.read_value() for v in variables]
+    before = [h.numpy().copy() for h in held]
+    for _ in range(3):  # warm-up, recording, replay: all write in place
+        f(x, labels)
+    assert all(np.array_equal(h.numpy(), b) for h, b in zip(held, before))
+    assert f.get_concrete_function(x, labels).experimental_capture_status().state == \
+        "captured"
+
+
 def test_reassigned_variable_invalidates_and_records_again(host_recorder):
     step, x, labels, variables = _step()
     recorder = host_recorder(variables)
@@ -463,11 +476,15 @@ def test_gpu_variables_stay_the_users_and_reassignment_records_again():
     f(x, labels)
     f(x, labels)
     assert f.get_concrete_function(x, labels).experimental_capture_status().state == "captured"
-    assert float([v for v in variables if v.shape.rank == 0][0].numpy()) == 6.0
+    assert float([v for v in variables if v.shape.rank == 0][0].numpy()) == 9.0
 
 
 @pytest.mark.gpu
 def test_gpu_shape_change_and_first_call_time():
+    # What a process pays once (cupy's handles, kernels compiled for these dtypes, the
+    # tracer's modules) is not this function's: pay it on another function first.
+    warm, wx, wlabels, _ = _gpu_step(batch=32)
+    ef.function(warm)(wx, wlabels)
     step, x, labels, _ = _gpu_step()
     f = ef.function(step)
     _sync()

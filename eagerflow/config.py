@@ -340,6 +340,33 @@ class _Experimental:
         """How many traces each ``@function`` keeps (see ``set_function_trace_cache_size``)."""
         return context.config.function_trace_cache_size
 
+    @staticmethod
+    def set_step_capture(enabled):
+        """Turns captured steps on (True, the default) or off.
+
+        With it on, a ``@function`` whose graph runs on one GPU with fixed shapes and
+        reads nothing on the host records its second call as a CUDA graph and replays it
+        on later calls (``eagerflow.function.capture``); off, every call launches its
+        kernels one by one. The environment variable ``EAGERFLOW_STEP_CAPTURE=0`` sets
+        the default. It takes effect on the next call, recorded graphs included.
+
+        Args:
+            enabled: A bool.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> ef.config.experimental.set_step_capture(False)
+            >>> ef.config.experimental.get_step_capture()
+            False
+            >>> ef.config.experimental.set_step_capture(True)
+        """
+        context.config.step_capture = bool(enabled)
+
+    @staticmethod
+    def get_step_capture():
+        """Whether captured steps are on (see ``set_step_capture``)."""
+        return context.config.step_capture
+
     set_virtual_device_configuration = staticmethod(set_logical_device_configuration)
     list_physical_devices = staticmethod(list_physical_devices)
     list_logical_devices = staticmethod(list_logical_devices)

@@ -4,14 +4,15 @@
 #   scripts/gpu_check.sh
 #
 # Installs eagerflow with its gpu and dev extras when cupy or pytest is missing, runs the
-# tests marked `gpu` (memory first, then devices, the generated fused kernels, then the
-# registry sweep, each under a time limit so the whole stays within about 10 minutes), then `python -m eagerflow.benchmarks
-# --filter gpu`. A failing or timed-out step does not stop the next one. Outputs go to
-# "$OUT" when set (else /tmp/eagerflow_gpu_check): summary.txt, a log per step, nvidia-smi.txt.
-# Time limits, in seconds: GPU_CHECK_FAST_S (memory and device tests, default 150),
-# GPU_CHECK_CODEGEN_S (the generated-kernel tests, 120),
-# GPU_CHECK_SWEEP_S (the sweep, 210), GPU_CHECK_BENCH_S (benchmarks, 120). GPU_CHECK_INSTALL=0
-# skips the install step (for a machine without a package index).
+# tests marked `gpu` (memory first, then devices, the generated fused kernels, captured
+# steps, then the registry sweep, each under a time limit so the whole stays within about
+# 9 minutes), then `python -m eagerflow.benchmarks --filter gpu`. A failing or timed-out
+# step does not stop the next one. Outputs go to "$OUT" when set (else
+# /tmp/eagerflow_gpu_check): summary.txt, a log per step, nvidia-smi.txt. Time limits, in
+# seconds: GPU_CHECK_FAST_S (memory and device tests, default 100), GPU_CHECK_CODEGEN_S (the
+# generated-kernel tests, 90), GPU_CHECK_CAPTURE_S (captured steps, 70), GPU_CHECK_SWEEP_S
+# (the sweep, 150), GPU_CHECK_BENCH_S (benchmarks, 120). GPU_CHECK_INSTALL=0 skips the
+# install step (for a machine without a package index).
 set -u
 cd "$(dirname "$0")/.."
 OUT_DIR="${OUT:-/tmp/eagerflow_gpu_check}"
@@ -66,10 +67,11 @@ run_tests() {  # name, seconds, test files...
     grep -E "^(FAILED|ERROR) " "$OUT_DIR/tests_$name.txt" | head -n 20 | tee -a "$SUMMARY"
 }
 
-run_tests memory_and_devices "${GPU_CHECK_FAST_S:-150}" \
+run_tests memory_and_devices "${GPU_CHECK_FAST_S:-100}" \
     tests/test_gpu_memory.py tests/test_devices.py
-run_tests codegen "${GPU_CHECK_CODEGEN_S:-120}" tests/function/test_gpu_codegen.py
-run_tests sweep "${GPU_CHECK_SWEEP_S:-210}" tests/test_gpu_sweep.py
+run_tests codegen "${GPU_CHECK_CODEGEN_S:-90}" tests/function/test_gpu_codegen.py
+run_tests capture "${GPU_CHECK_CAPTURE_S:-70}" tests/function/test_capture.py
+run_tests sweep "${GPU_CHECK_SWEEP_S:-150}" tests/test_gpu_sweep.py
 
 limited "${GPU_CHECK_BENCH_S:-120}" "$PY" -m eagerflow.benchmarks --filter gpu \
     > "$OUT_DIR/benchmarks.txt" 2>&1

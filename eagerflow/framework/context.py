@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 
 from eagerflow import errors
@@ -106,6 +107,9 @@ class _Config:
         self.logical_gpu_layout = None  # list of (physical index, memory limit) or None
         self.devices_initialized = {"CPU": False, "GPU": False}
         self.function_trace_cache_size = 128  # traces kept per @function (LRU beyond)
+        # GPU @function calls replay a captured CUDA graph (function/capture.py).
+        self.step_capture = os.environ.get("EAGERFLOW_STEP_CAPTURE", "1").strip().lower() \
+            not in ("0", "false", "off", "no")
 
 
 config = _Config()

@@ -21,6 +21,9 @@ Flags:
     replays: :mod:`eagerflow.function.replay` runs it op by op through dispatch.
     debug: Exists for its output on the console (dead-code elimination keeps it only when
         its outputs are used).
+    host_sync: Why its step reads values on the host or waits for another party (a
+        predicate, the console, a peer), or None: a captured step (``capture.py``) cannot
+        hold it, and this text is the reason it gives.
 
 Example:
     >>> from eagerflow.function import builtins
@@ -38,7 +41,7 @@ __all__ = ["Builtin", "BUILTINS", "names", "PLACEHOLDER", "CONST", "READ_VARIABL
            "COLLECTIVE_GATHER", "FUSED_ELEMENTWISE", "CUSTOM_GRADIENT", "ASSIGN_OPS"]
 
 _FLAGS = ("stateful", "pure", "free", "variable", "assigns", "control_flow", "subgraphs",
-          "replays", "debug")
+          "replays", "debug", "host_sync")
 
 
 class Builtin:
@@ -47,7 +50,8 @@ class Builtin:
     __slots__ = ("name",) + _FLAGS
 
     def __init__(self, name, stateful=False, pure=False, free=False, variable=False,
-                 assigns=None, control_flow=False, subgraphs=(), replays=False, debug=False):
+                 assigns=None, control_flow=False, subgraphs=(), replays=False, debug=False,
+                 host_sync=None):
         self.name = name
         self.stateful = stateful
         self.pure = pure
@@ -58,6 +62,7 @@ class Builtin:
         self.subgraphs = subgraphs
         self.replays = replays
         self.debug = debug
+        self.host_sync = host_sync
 
     def __repr__(self):
         flags = ", ".join("%s=%r" % (f, getattr(self, f)) for f in _FLAGS if getattr(self, f))
@@ -100,16 +105,24 @@ ASSIGN_ADD_VARIABLE = _declare("AssignAddVariableOp", stateful=True, variable=Tr
                                assigns="assign_add", replays=True)
 ASSIGN_SUB_VARIABLE = _declare("AssignSubVariableOp", stateful=True, variable=True,
                                assigns="assign_sub", replays=True)
-PRINT = _declare("Print", stateful=True, replays=True, debug=True)
-IF = _declare("If", control_flow=True, subgraphs=("then_branch", "else_branch"))
-CASE = _declare("Case", control_flow=True, subgraphs=("branches",))
-WHILE = _declare("While", control_flow=True, subgraphs=("cond", "body"))
-CALL = _declare("Call", control_flow=True)
-ASSERT = _declare("Assert", debug=True)
-SEND = _declare("Send", stateful=True)
-RECV = _declare("Recv", stateful=True)
-COLLECTIVE_REDUCE = _declare("CollectiveReduce", stateful=True)
-COLLECTIVE_GATHER = _declare("CollectiveGather", stateful=True)
+PRINT = _declare("Print", stateful=True, replays=True, debug=True,
+                 host_sync="it formats its inputs on the host and writes them to the console")
+IF = _declare("If", control_flow=True, subgraphs=("then_branch", "else_branch"),
+              host_sync="its predicate is read on the host to pick a branch")
+CASE = _declare("Case", control_flow=True, subgraphs=("branches",),
+                host_sync="its branch index is read on the host")
+WHILE = _declare("While", control_flow=True, subgraphs=("cond", "body"),
+                 host_sync="its loop condition is read on the host every iteration")
+CALL = _declare("Call", control_flow=True,
+                host_sync="it runs a sub-graph through another executor call")
+ASSERT = _declare("Assert", debug=True, host_sync="its condition is read on the host")
+SEND = _declare("Send", stateful=True,
+                host_sync="it hands a tensor to another device through the host rendezvous")
+RECV = _declare("Recv", stateful=True,
+                host_sync="it waits on the host for a tensor from another device")
+_PEERS = "it meets the other replicas on the host (a collective)"
+COLLECTIVE_REDUCE = _declare("CollectiveReduce", stateful=True, host_sync=_PEERS)
+COLLECTIVE_GATHER = _declare("CollectiveGather", stateful=True, host_sync=_PEERS)
 FUSED_ELEMENTWISE = _declare("FusedElementwise", pure=True)
 # Forwards its first inputs; its sub-graph is a custom gradient (custom_gradient_graph.py).
 CUSTOM_GRADIENT = _declare("CustomGradient", pure=True, subgraphs=("grad",), replays=True)

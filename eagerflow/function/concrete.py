@@ -50,6 +50,7 @@ class ConcreteFunction:
         self._forward_count = forward_node_count if forward_node_count is not None else len(
             graph.nodes)
         self._executor = None
+        self._capture = None  # the capture decision and state (capture.py), with the executor
         self._fast_call = None  # built on the first plain call; False if none applies
         self._gradient_pair = None
         self._build_lock = threading.RLock()  # see the module docstring
@@ -103,10 +104,37 @@ class ConcreteFunction:
 
             with self._build_lock:
                 if self._executor is None:
+                    from eagerflow.function import capture
+
                     # A graph placed on several devices runs partitioned; one device: Executor.
-                    self._executor = make_executor(passes.optimize(self.graph))
+                    # A GPU graph that can be captured runs through its Capture instead.
+                    self._executor, self._capture = capture.for_executor(
+                        make_executor(passes.optimize(self.graph)))
                 executor = self._executor
         return executor
+
+    def experimental_capture_status(self):
+        """Whether plain calls replay a captured CUDA graph, and why not.
+
+        Compiles the graph if no call has yet. See ``eagerflow.function.capture``: a graph
+        is captured when it runs on one GPU with fixed shapes and no node reads a value on
+        the host; it records on its second call and replays from the third.
+
+        Returns:
+            A ``CaptureStatus(state, reasons)``: ``state`` one of ``"refused"``,
+            ``"warming up"``, ``"recording next"``, ``"captured"``, ``"fell back"``,
+            ``"off"``; ``reasons`` the sentences saying why it is not captured.
+
+        Example:
+            >>> import eagerflow as ef
+            >>> f = ef.function(lambda x: ef.reduce_sum(x))
+            >>> cf = f.get_concrete_function(ef.TensorSpec([None], ef.float32))
+            >>> status = cf.experimental_capture_status()
+            >>> status.state, "needs fixed shapes" in status.reasons[0]
+            ('refused', True)
+        """
+        self.executor  # noqa: B018 - compiles, which makes the decision
+        return self._capture.status()
 
     # -- variable arguments -----------------------------------------------------------------
     def _bound_to(self, variables):

@@ -49,12 +49,15 @@ class Executor:
 
     Args:
         graph: The Graph to run.
-        builtins: Optional mapping of op name to a step-factory for builtin ops
-            (control flow registers ``If``/``While`` here).
+        capture: Compile the schedule for a captured step (``capture.py``): kernels that
+            declare a ``capture_forward`` use it, GPU steps are not wrapped in the
+            out-of-memory retry (which frees the pool) and variable writes always go into
+            the variable's own buffer, whose address the captured graph keeps.
     """
 
-    def __init__(self, graph):
+    def __init__(self, graph, capture=False):
         self.graph = graph
+        self.capture = capture
         host_allocator.apply()  # graphs run loops of big temporaries: keep freed memory
         self._compile()
 
@@ -111,7 +114,7 @@ class Executor:
             self._donatable_variables = updates_in_place.get(k, ())
             self._attrs_bound = False
             fn = self._step_function(node, device)
-            if device.backend_index and node.prim is not None:
+            if device.backend_index and node.prim is not None and not self.capture:
                 fn = _retrying(fn, node, device)
             ins = tuple(slots[(src.id, idx)] for src, idx in node.inputs)
             # kind: 1 = one output, 0 = none, 2 = several
@@ -205,6 +208,13 @@ class Executor:
         if node.prim is not None:
             if static_value.DYNAMIC_ATTRS in node.attrs:
                 return self._dynamic_step(node, device)
+            if self.capture and node.prim.capture_forward is not None:
+                kernel = node.prim.capture_forward(device.backend)
+                if node.prim.single:
+                    return kernel
+                if node.num_outputs == 1:
+                    return lambda *a, _k=kernel, **kw: _k(*a, **kw)[0]
+                return lambda *a, _k=kernel, **kw: tuple(_k(*a, **kw))
             static = node.prim.static_kernel
             if static is not None and node.prim.single:
                 avals = [src.avals[i] for src, i in node.inputs]
@@ -230,7 +240,7 @@ class Executor:
             return lambda _v=var: _v._value
         if op in _ASSIGNS:
             var = variables[node.attrs["variable"]]
-            return _assign_step(var, op, getattr(self, "_owns_input", False))
+            return _assign_step(var, op, getattr(self, "_owns_input", False), self.capture)
         if op == builtins.PRINT:
             return _print_step(node)
         factory = BUILTIN_STEPS.get(op)
@@ -382,7 +392,7 @@ def _writeable(arr):
     return getattr(arr.flags, "writeable", True)
 
 
-def _assign_step(var, op, owns_input=False):
+def _assign_step(var, op, owns_input=False, in_place=False):
     """The step of an Assign*VariableOp node.
 
     Variables replace their array on assignment so that tensors read earlier keep their
@@ -391,7 +401,10 @@ def _assign_step(var, op, owns_input=False):
     and a plain assignment of a freshly computed value takes the value's buffer: training
     steps then allocate nothing per variable. This relies on CPython reference counts.
     Each step holds the variable's lock from reading the old array to writing the new one,
-    so updates from other threads (eager or traced) are not lost.
+    so updates from other threads (eager or traced) are not lost. ``in_place`` (a captured
+    step) always writes into the variable's own array when the shape allows: the captured
+    graph keeps that address, and the capture checks before each replay that nothing else
+    holds the array.
     """
     backend = var._device.backend
     ndarray = backend.ndarray
@@ -408,7 +421,9 @@ def _assign_step(var, op, owns_input=False):
         def assign(value):
             with lock:
                 arr = var._value
-                if owns_input and value.__class__ is ndarray and value.base is None and \
+                if in_place and arr.__class__ is ndarray and value.shape == arr.shape:
+                    backend.copyto(arr, value, casting="same_kind")
+                elif owns_input and value.__class__ is ndarray and value.base is None and \
                         value.dtype == arr.dtype and value.shape == arr.shape and \
                         _writeable(value):
                     var._write(value)
@@ -422,7 +437,8 @@ def _assign_step(var, op, owns_input=False):
         def assign(value):
             with lock:
                 arr = var._value
-                if private(arr) and backend.shape(value) in ((), arr.shape):
+                if (in_place and arr.__class__ is ndarray or private(arr)) and \
+                        backend.shape(value) in ((), arr.shape):
                     ufunc(arr, value, out=arr, casting="same_kind")
                 else:
                     var._write(backend.asarray(ufunc(arr, value), dtype=arr.dtype))

@@ -160,6 +160,24 @@ class Function:
         """One sentence per retrace, saying which argument changed and how."""
         return list(self._retrace_reasons)
 
+    def experimental_capture_reasons(self):
+        """One line per traced graph: its signature, whether its calls replay a captured
+        CUDA graph and, if not, why (see ``ConcreteFunction.experimental_capture_status``).
+
+        Example:
+            >>> import eagerflow as ef
+            >>> f = ef.function(lambda x: x + 1.0)
+            >>> _ = f(ef.constant([1.0]))
+            >>> print(f.experimental_capture_reasons()[0].split(": refused")[0])
+            <lambda>(x: float32[1]) -> (float32[1])
+        """
+        lines = []
+        for _, concrete in list(self._concretes):
+            state, reasons = concrete.experimental_capture_status()
+            lines.append("%s: %s%s" % (concrete.pretty_printed_signature(), state,
+                                       "; " + "; ".join(reasons) if reasons else ""))
+        return lines
+
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if context.config.run_functions_eagerly:

@@ -32,6 +32,7 @@ from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor
+from eagerflow.ops.family import HOST_PYTHON
 
 __all__ = ["py_function", "numpy_function", "PY_FUNCTION"]
 
@@ -115,6 +116,7 @@ def _samples(rng, dtype):
 
 PY_FUNCTION = registry.primitive(
     "PyFunction", _kernel, family="control", shape_fn=_shape, stateful=True, variadic=True,
+    host_sync=HOST_PYTHON,
     dtype_group=(), num_outputs=lambda attrs: len(attrs["Tout"]), samples=_samples,
     sweep_dtypes=(d.float64,))
 

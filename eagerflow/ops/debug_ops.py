@@ -11,6 +11,7 @@ from eagerflow import dtypes as d
 from eagerflow import errors
 from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
+from eagerflow.ops.family import HOST_VALUE_CHECK
 
 __all__ = ["CHECK_NUMERICS", "check_numerics"]
 
@@ -36,6 +37,7 @@ def _samples(rng, dtype):
 
 CHECK_NUMERICS = registry.primitive(
     "CheckNumerics", _kernel, family="debug", dtypes=_FLOATS, stateful=True,
+    host_sync=HOST_VALUE_CHECK,
     samples=_samples, reference=lambda x, message: np.array(x),
     sweep_dtypes=(d.float32, d.float64),
     shape_fn=lambda x, message: x)

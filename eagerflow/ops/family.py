@@ -33,6 +33,33 @@ GPU_NUM = GPU_FLOAT | frozenset(
 GPU_ANY = GPU_NUM | {"bool"}
 GPU_BOOL = frozenset(("bool",))
 
+# Why a kernel reads values on the host (``host_sync``): the reasons a captured step
+# (``function/capture.py``) gives for not capturing a function that holds the op.
+HOST_VALUE_SHAPE = "its output's shape depends on the input values, which it reads on the host"
+HOST_INDEX_CHECK = "it reads its indices on the host to check that they are in range"
+HOST_VALUE_CHECK = "it reads its input values on the host to check them"
+HOST_NUMPY = "its kernel runs on numpy: inputs are copied to the host and the result back"
+HOST_SOLVER = ("it calls cuSOLVER, which cupy refuses under stream capture, and reads the "
+               "solver's status on the host")
+HOST_PYTHON = "it runs Python code on the host"
+HOST_FILES = "it reads or writes files on the host"
+
+
+def host_sync_for_integers(reason):
+    """A ``host_sync`` rule for an op whose kernel reads the host for integer inputs only
+    (a check for zero divisors or negative powers that floats do not need)."""
+
+    def rule(in_avals, attrs):
+        return reason if in_avals and in_avals[0].dtype.is_integer else None
+
+    return rule
+
+
+# Integer division reads its divisors on the host to raise TF's error for a zero one.
+HOST_INT_DIVISOR = host_sync_for_integers(
+    "it reads integer divisors on the host to check for zero")
+
+
 # Cost estimates (``cost``) for the placer; a dimension unknown at trace time (a ``None``
 # batch size) counts as this many elements.
 UNKNOWN_DIM = 32

@@ -138,6 +138,16 @@ class Primitive:
         shape_only: Indices of the inputs the op reads for their shape and dtype only
             (``Shape``, ``ZerosLike``): constant folding evaluates it on a stand-in of that
             shape, so it folds while those inputs are still computed at run time.
+        host_sync: Why the kernel reads values on the host (its output shape depends on
+            the values, it checks them, it runs on numpy), or None when it only launches
+            device work. A CUDA graph cannot hold a host read, so a ``@function`` with
+            such a node on a GPU is not captured (``function/capture.py``) and this text
+            is the reason it gives. A callable ``host_sync(in_avals, attrs)`` returns the
+            text or None, for an op that reads the host for some dtypes only.
+        capture_forward: Optional kernel factory for a captured step, for an op whose
+            kernel reads the host only to check its inputs: the same values without the
+            check (an invalid input then gives what TF's GPU kernel gives, NaN, not an
+            error). The op is then captured despite ``host_sync``.
     """
 
     __slots__ = (
@@ -145,7 +155,8 @@ class Primitive:
         "shape_fn", "vjp", "saves", "saves_inputs", "saves_out", "reference", "samples",
         "sweep_dtypes", "family", "stateful", "variadic", "hint", "tolerance", "fast",
         "single", "doc", "bad_samples", "grad_samples", "domain", "vjp_skips", "static_kernel",
-        "gpu_expr", "gpu_reduce", "cost", "elementwise", "shape_only", "__weakref__",
+        "gpu_expr", "gpu_reduce", "cost", "elementwise", "shape_only", "host_sync",
+        "capture_forward", "__weakref__",
     )
 
     def __init__(self, name, forward, *, dtypes=None, dtype_group="all", num_outputs=1,
@@ -153,7 +164,7 @@ class Primitive:
                  sweep_dtypes=None, family="", stateful=False, variadic=False, hint="",
                  tolerance=None, doc="", bad_samples=None, grad_samples=None, vjp_skips=False,
                  static_kernel=None, gpu_expr=None, gpu_reduce=None, cost=None,
-                 shape_only=()):
+                 shape_only=(), host_sync=None, capture_forward=None):
         self.name = name
         self.forward = forward
         self.kernels = [None, None]
@@ -182,6 +193,8 @@ class Primitive:
         self.gpu_reduce = gpu_reduce
         self.cost = cost
         self.shape_only = tuple(shape_only)
+        self.host_sync = host_sync
+        self.capture_forward = capture_forward
         # The eager fast path handles prims whose every input shares one dtype.
         self.fast = dtype_group == "all" and not variadic
         self.set_vjp(vjp, saves)
@@ -195,6 +208,13 @@ class Primitive:
         self.saves_out = "out" in self.saves
         self.saves_inputs = "all" if "all" in self.saves else tuple(
             s for s in self.saves if s != "out")
+
+    def host_sync_reason(self, in_avals, attrs):
+        """Why a node of this op reads values on the host (see ``host_sync``), or None."""
+        reason = self.host_sync
+        if callable(reason):
+            reason = reason(in_avals, attrs)
+        return reason
 
     @property
     def differentiable(self):

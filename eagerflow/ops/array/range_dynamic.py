@@ -13,6 +13,7 @@ import numpy as np
 from eagerflow import dtypes as d
 from eagerflow.ops import registry
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_VALUE_SHAPE
 
 __all__ = ["DYNAMIC_RANGE"]
 
@@ -51,5 +52,6 @@ def _samples(rng, dtype):
 
 DYNAMIC_RANGE = registry.primitive(
     "DynamicRange", _kernel, family="array", shape_fn=_shape, reference=_reference,
+    host_sync=HOST_VALUE_SHAPE,
     samples=_samples, sweep_dtypes=(d.int32, d.int64, d.float32, d.float64),
     dtypes=(d.int32, d.int64, d.float16, d.bfloat16, d.float32, d.float64))

@@ -21,6 +21,7 @@ from eagerflow.ops.family import ALL, _sample_values
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor
 from eagerflow.tensor_shape import TensorShape
+from eagerflow.ops.family import HOST_VALUE_SHAPE
 
 __all__ = [
     "identity", "identity_n", "stop_gradient", "shape", "shape_n", "size", "rank", "ensure_shape",
@@ -369,6 +370,7 @@ def broadcast_dynamic_shape(shape_x, shape_y):
 
 WHERE = registry.primitive(
     "Where", lambda xp: (lambda c: xp.argwhere(c).astype(np.int64)), dtypes=ALL,
+    host_sync=HOST_VALUE_SHAPE,
     family="array", sweep_dtypes=(d.bool, d.float32, d.int32),
     shape_fn=lambda c: AbstractValue((None, None if _dims(c) is None else len(_dims(c))),
                                      d.int64),

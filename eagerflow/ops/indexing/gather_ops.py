@@ -18,6 +18,7 @@ from eagerflow.ops.indexing import (
 )
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor
+from eagerflow.ops.family import HOST_INDEX_CHECK
 
 __all__ = ["gather"]
 
@@ -165,6 +166,7 @@ def _gather_bad(rng):
 
 GATHER = registry.primitive(
     "GatherV2", _gather_kernel, dtypes=ALL, dtype_group=(0,), shape_fn=_gather_shape,
+    host_sync=HOST_INDEX_CHECK,
     vjp=_gather_vjp, saves=(0, 1), reference=_gather_reference, samples=_gather_samples,
     bad_samples=_gather_bad, family="array",
     hint="Indices must lie in [0, params.shape[axis]).")
@@ -199,6 +201,7 @@ def _gather_grad_samples_fn(rng, dtype):
 
 GATHER_GRAD = registry.primitive(
     "GatherGrad", _gather_grad_kernel, dtypes=NUMERIC, dtype_group=(0,),
+    host_sync=HOST_INDEX_CHECK,
     shape_fn=_gather_grad_shape, saves=(1,),
     vjp=lambda g, grad, indices, out, *, axis, batch_dims, dim_size: (
         execute(GATHER, (g, indices), {"axis": axis, "batch_dims": batch_dims}), None),
@@ -220,6 +223,7 @@ def _gather_grad_sized_shape(g, indices, dim_size, *, axis, batch_dims):
 # GatherGrad with the size of the gathered axis as a scalar input instead of an attr.
 GATHER_GRAD_SIZED = registry.primitive(
     "GatherGradSized", _gather_grad_sized_kernel, dtypes=NUMERIC, dtype_group=(0,),
+    host_sync=HOST_INDEX_CHECK,
     shape_fn=_gather_grad_sized_shape, saves=(1,),
     vjp=lambda g, grad, indices, dim_size, out, *, axis, batch_dims: (
         execute(GATHER, (g, indices), {"axis": axis, "batch_dims": batch_dims}), None, None),

@@ -42,6 +42,7 @@ from eagerflow.ops.math.arithmetic import floor, multiply, subtract, truediv
 from eagerflow.ops.math.binary_math import clip_by_value, minimum
 from eagerflow.ops.math.cast import cast
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_VALUE_CHECK
 
 __all__ = ["bincount", "histogram_fixed_width", "histogram_fixed_width_bins"]
 
@@ -169,6 +170,7 @@ def _bincount_bad(rng):
 
 BINCOUNT = registry.primitive(
     "DenseBincount", _bincount_kernel, dtypes=_BIN_DTYPES, dtype_group=(1,),
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=_bincount_shape, vjp=_bincount_vjp, saves=(0, 1), family="math",
     reference=_bincount_reference, samples=_bincount_samples, bad_samples=_bincount_bad,
     sweep_dtypes=_BIN_DTYPES)
@@ -312,6 +314,7 @@ def _histogram_reference(values, value_range, *, nbins, dtype):
 
 HISTOGRAM_FIXED_WIDTH = registry.primitive(
     "HistogramFixedWidth", _histogram_kernel, dtypes=_BIN_DTYPES, dtype_group=(0, 1),
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=lambda values, value_range, *, nbins, dtype: AbstractValue((nbins,), dtype),
     vjp=None, family="math", reference=_histogram_reference, sweep_dtypes=_BIN_DTYPES,
     samples=lambda rng, dtype: [

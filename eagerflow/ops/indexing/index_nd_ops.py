@@ -22,6 +22,7 @@ from eagerflow.ops.indexing import (
     _values,
 )
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_INDEX_CHECK
 
 __all__ = [
     "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
@@ -138,6 +139,7 @@ def _gather_nd_vjp(g, params, indices, out, *, batch_dims):
 
 GATHER_ND = registry.primitive(
     "GatherNd", _gather_nd_kernel, dtypes=ALL, dtype_group=(0,), shape_fn=_gather_nd_shape,
+    host_sync=HOST_INDEX_CHECK,
     vjp=_gather_nd_vjp, saves=(0, 1), reference=_gather_nd_reference,
     samples=_gather_nd_samples, bad_samples=_gather_nd_bad, family="array")
 
@@ -199,6 +201,7 @@ def _scatter_nd_bad(rng):
 
 SCATTER_ND = registry.primitive(
     "ScatterNd", _scatter_nd_kernel, dtypes=ALL, dtype_group=(1,),
+    host_sync=HOST_INDEX_CHECK,
     shape_fn=lambda indices, updates, *, shape, batch_dims=0: AbstractValue(
         shape, updates.dtype),
     vjp=lambda g, indices, updates, out, *, shape, batch_dims=0: (
@@ -284,6 +287,7 @@ def _scatter_minmax_vjp(g, tensor, indices, updates, out):
 def _declare_tensor_scatter(name, op, dtypes, vjp, saves):
     return registry.primitive(
         name, _tensor_scatter_kernel(op), dtypes=dtypes, dtype_group=(0, 2),
+        host_sync=HOST_INDEX_CHECK,
         shape_fn=lambda tensor, indices, updates: AbstractValue(tensor.shape, tensor.dtype),
         vjp=vjp, saves=saves, reference=_tensor_scatter_reference(op),
         samples=_tensor_scatter_samples(unique=op in ("update", "maximum", "minimum")),

@@ -20,6 +20,7 @@ from eagerflow.ops.array import scalar_int
 from eagerflow.ops.indexing import _fail, _shape_str, _static_int, _values
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.family import HOST_VALUE_CHECK, HOST_VALUE_SHAPE
 
 __all__ = ["boolean_mask", "one_hot", "where_indices"]
 
@@ -111,6 +112,7 @@ def _boolean_mask_bad(rng):
 
 BOOLEAN_MASK = registry.primitive(
     "BooleanMask", _boolean_mask_kernel, dtypes=ALL, dtype_group=(0,),
+    host_sync=HOST_VALUE_SHAPE,
     shape_fn=_boolean_mask_shape, saves=(0, 1),
     vjp=lambda g, tensor, mask, out, *, axis: (execute(
         BOOLEAN_MASK_GRAD, (g, mask), {"axis": axis, "shape": tuple(tensor.shape)}), None),
@@ -135,6 +137,7 @@ def _boolean_mask_grad_samples(rng, dtype):
 
 BOOLEAN_MASK_GRAD = registry.primitive(
     "BooleanMaskGrad", _boolean_mask_grad_kernel, dtypes=ALL, dtype_group=(0,),
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=lambda g, mask, *, axis, shape: AbstractValue(shape, g.dtype), saves=(1,),
     vjp=lambda g, grad, mask, out, *, axis, shape: (
         execute(BOOLEAN_MASK, (g, mask), {"axis": axis}), None),

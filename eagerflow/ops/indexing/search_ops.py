@@ -19,6 +19,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, REAL
 from eagerflow.ops.indexing import _INDEX_DTYPES, _fail, _prod, _shape_str, _values
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_VALUE_SHAPE
 
 __all__ = ["unique", "unique_with_counts", "searchsorted"]
 
@@ -89,6 +90,7 @@ UniqueWithCountsResult = collections.namedtuple("UniqueWithCounts", ["y", "idx",
 
 UNIQUE = registry.primitive(
     "Unique", lambda xp: (lambda x, *, out_idx: _unique_parts(xp, x, out_idx)[:2]),
+    host_sync=HOST_VALUE_SHAPE,
     dtypes=ALL, num_outputs=2, vjp=None, family="array",
     shape_fn=lambda x, *, out_idx: (AbstractValue((None,), x.dtype),
                                     AbstractValue(x.shape, out_idx)),
@@ -96,6 +98,7 @@ UNIQUE = registry.primitive(
     sweep_dtypes=(d.float32, d.int32, d.int64, d.bool))
 UNIQUE_WITH_COUNTS = registry.primitive(
     "UniqueWithCounts", lambda xp: (lambda x, *, out_idx: _unique_parts(xp, x, out_idx)),
+    host_sync=HOST_VALUE_SHAPE,
     dtypes=ALL, num_outputs=3, vjp=None, family="array",
     shape_fn=lambda x, *, out_idx: (AbstractValue((None,), x.dtype),
                                     AbstractValue(x.shape, out_idx),

@@ -25,6 +25,7 @@ from eagerflow.ops.indexing import (
     _scatter_rows, _shape_str, _values,
 )
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_INDEX_CHECK, HOST_VALUE_SHAPE
 
 __all__ = [
     "unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
@@ -163,6 +164,7 @@ def _segment_shape(data, segment_ids, *, num_segments):
 def _declare_segment(name, op, dtypes, vjp, saves):
     return registry.primitive(
         name, _unsorted_segment_kernel(op), dtypes=dtypes, dtype_group=(0,),
+        host_sync=HOST_INDEX_CHECK,
         shape_fn=_segment_shape, vjp=vjp, saves=saves,
         reference=_unsorted_segment_reference(op), samples=_segment_samples,
         grad_samples=_segment_grad_samples, bad_samples=_segment_bad, family="math")
@@ -211,6 +213,7 @@ def _segment_sum_reference(data, segment_ids):
 
 SEGMENT_SUM = registry.primitive(
     "SegmentSum", _segment_sum_kernel, dtypes=NUMERIC, dtype_group=(0,),
+    host_sync=HOST_VALUE_SHAPE,
     shape_fn=lambda data, ids: AbstractValue((None,) + data.shape[1:], data.dtype),
     vjp=lambda g, data, ids, out: (
         execute(GATHER, (g, ids), {"axis": 0, "batch_dims": 0}), None),

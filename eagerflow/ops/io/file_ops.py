@@ -21,6 +21,7 @@ from eagerflow.ops import registry
 from eagerflow.ops.dispatch import execute
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import convert_to_tensor
+from eagerflow.ops.family import HOST_FILES
 
 __all__ = ["read_file", "write_file", "matching_files"]
 
@@ -55,6 +56,7 @@ def _read_kernel(xp):
 
 READ_FILE = registry.primitive(
     "ReadFile", _read_kernel, dtypes=(d.string,), stateful=True, family="io",
+    host_sync=HOST_FILES,
     shape_fn=lambda f: AbstractValue((), d.string))
 
 
@@ -73,6 +75,7 @@ def _write_kernel(xp):
 
 WRITE_FILE = registry.primitive(
     "WriteFile", _write_kernel, dtypes=(d.string,), stateful=True, family="io",
+    host_sync=HOST_FILES,
     shape_fn=lambda f, c: AbstractValue((0,), d.int32))
 
 

@@ -31,6 +31,7 @@ from eagerflow.ops.linalg.linalg_solvers import triangular_solve
 from eagerflow.ops.linalg.matmul_ops import _flip, _shape_text, adjoint, matmul
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.ops.family import cubic_cost
+from eagerflow.ops.family import HOST_SOLVER
 
 __all__ = ["logdet", "cholesky", "cholesky_solve", "lstsq", "qr", "svd", "pinv", "eigh",
            "eigvalsh"]
@@ -129,6 +130,7 @@ def _cholesky_grad_samples(rng):
 
 CHOLESKY = registry.primitive(
     "Cholesky", _cholesky_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_SOLVER,
     shape_fn=lambda x: _same_shape(x, _op="Cholesky"), vjp=_cholesky_vjp, saves=("out",),
     reference=_np_cholesky, samples=_cholesky_samples, sweep_dtypes=_SWEEP, family="linalg",
     grad_samples=_cholesky_grad_samples,
@@ -326,6 +328,7 @@ def _qr_samples(rng, dtype):
 
 QR = registry.primitive(
     "Qr", _qr_kernel, dtypes=DECOMP_DTYPES, num_outputs=2, shape_fn=_qr_shape,
+    host_sync=HOST_SOLVER,
     vjp=_qr_vjp, saves=("out",), reference=_np_qr, samples=_qr_samples,
     sweep_dtypes=_SWEEP, family="linalg",
     grad_samples=lambda rng: [((rng.uniform(-1, 1, (4, 3)),), {}),
@@ -465,6 +468,7 @@ def _svd_samples(rng, dtype):
 
 SVD = registry.primitive(
     "Svd", _svd_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_SOLVER,
     num_outputs=lambda attrs: 3 if attrs.get("compute_uv", True) else 1,
     shape_fn=_svd_shape, vjp=_svd_vjp, saves=(0, "out"), reference=_np_svd,
     samples=_svd_samples, sweep_dtypes=_SWEEP, family="linalg",
@@ -613,6 +617,7 @@ def _eigh_samples(rng, dtype):
 
 EIGH = registry.primitive(
     "SelfAdjointEigV2", _eigh_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_SOLVER,
     num_outputs=lambda attrs: 2 if attrs.get("compute_v", True) else 1,
     shape_fn=_eigh_shape, vjp=_eigh_vjp, saves=(0, "out"), reference=_np_eigh,
     samples=_eigh_samples, sweep_dtypes=_SWEEP, family="linalg",

@@ -26,6 +26,7 @@ from eagerflow.ops.family import broadcast_shapes
 from eagerflow.ops.linalg.matmul_ops import _flip, _shape_text, matmul
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.ops.family import cubic_cost
+from eagerflow.ops.family import HOST_SOLVER, HOST_VALUE_CHECK
 
 __all__ = ["inv", "det", "slogdet", "solve", "triangular_solve"]
 
@@ -66,6 +67,7 @@ def _inv_vjp(g, x, out, adjoint=False):
 
 INV = registry.primitive(
     "MatrixInverse", _inv_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_SOLVER,
     shape_fn=lambda x, adjoint=False: _same_shape(x, _op="MatrixInverse"),
     vjp=_inv_vjp, saves=("out",),
     reference=lambda x, adjoint=False: np.linalg.inv(np.conj(np.swapaxes(x, -1, -2))
@@ -125,6 +127,7 @@ def _det_vjp(g, x, out):
 
 DET = registry.primitive(
     "MatrixDeterminant", _det_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_SOLVER,
     shape_fn=lambda x: _batch_shape(x, "MatrixDeterminant"), vjp=_det_vjp, saves=(0, "out"),
     reference=np.linalg.det, samples=_square_samples, sweep_dtypes=_SWEEP, family="linalg",
     bad_samples=_bad_square, tolerance={"float32": (1e-4, 1e-4), "complex64": (1e-4, 1e-4)},
@@ -158,6 +161,7 @@ def _np_slogdet(x):
 
 SLOGDET = registry.primitive(
     "LogMatrixDeterminant", _slogdet_kernel, dtypes=DECOMP_DTYPES, num_outputs=2,
+    host_sync=HOST_SOLVER,
     shape_fn=_slogdet_shape, vjp=_slogdet_vjp, saves=(0,), reference=_np_slogdet,
     samples=_square_samples, sweep_dtypes=_SWEEP, family="linalg", bad_samples=_bad_square,
     tolerance={"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5)}, cost=cubic_cost)
@@ -299,6 +303,7 @@ def _bad_system(rng):
 
 SOLVE = registry.primitive(
     "MatrixSolve", _solve_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_SOLVER,
     shape_fn=lambda a, b, adjoint=False: _system_shape(a, b, "MatrixSolve"),
     vjp=_solve_vjp, saves=(0, "out"), reference=_np_solve, samples=_solve_samples,
     sweep_dtypes=_SWEEP, family="linalg",
@@ -399,6 +404,7 @@ def _trisolve_samples(rng, dtype):
 
 TRIANGULAR_SOLVE = registry.primitive(
     "MatrixTriangularSolve", _trisolve_kernel, dtypes=DECOMP_DTYPES,
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=lambda a, b, lower=True, adjoint=False: _system_shape(
         a, b, "MatrixTriangularSolve"),
     vjp=_trisolve_vjp, saves=(0, "out"), reference=_np_trisolve, samples=_trisolve_samples,

@@ -22,7 +22,14 @@ from eagerflow.ops.family import (
 )
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor
-from eagerflow.ops.family import GPU_ANY, GPU_FLOAT, GPU_NUM
+from eagerflow.ops.family import (
+    GPU_ANY, GPU_FLOAT, GPU_NUM, HOST_INT_DIVISOR, host_sync_for_integers,
+)
+
+
+# Integer powers read their exponents on the host to raise TF's error (floats do not).
+_NEGATIVE_POWER = host_sync_for_integers(
+    "it reads integer exponents on the host to check for negative ones")
 
 
 def _int_div_checked(xp, op):
@@ -48,8 +55,10 @@ DIV = binary("RealDiv", lambda xp: xp.true_divide, dtypes=FLOAT_COMPLEX,
              vjp=lambda g, x, y, out: (g / conj(y), -g * conj(out) / conj(y)), saves=(1, "out"),
              gpu_expr=(GPU_FLOAT, "{0} / {1}"))
 FLOORDIV = binary("FloorDiv", lambda xp: _int_div_checked(xp, xp.floor_divide), dtypes=REAL,
+                  host_sync=HOST_INT_DIVISOR,
                   reference=np.floor_divide, domain_y=(1.0, 3.0), vjp=None)
 FLOORMOD = binary("FloorMod", lambda xp: _int_div_checked(xp, xp.mod), dtypes=REAL,
+                  host_sync=HOST_INT_DIVISOR,
                   reference=np.mod, domain_y=(1.0, 3.0),
                   vjp=lambda g, x, y, out: (g, -g * execute(FLOOR, (execute(DIV, (x, y)),))),
                   saves=(0, 1))
@@ -92,6 +101,7 @@ def _pow_vjp(g, x, y, out):
 
 
 POW = binary("Pow", _pow_kernel, dtypes=NUMERIC, reference=np.power, domain=(0.5, 2.0),
+             host_sync=_NEGATIVE_POWER,
              vjp=_pow_vjp, saves=(0, 1, "out"), gpu_expr=(GPU_FLOAT, "pow({0}, {1})"))
 
 # Comparisons return bool and have no gradient. Strings compare for (in)equality, as in TF.

@@ -25,7 +25,7 @@ from eagerflow.ops.family import (
 from eagerflow.ops.math import _c, _check_int_divisor, _where, _with_dtype
 from eagerflow.ops.registry import AbstractValue
 from eagerflow.tensor import Tensor, convert_to_tensor, wrap
-from eagerflow.ops.family import GPU_FLOAT, GPU_NUM
+from eagerflow.ops.family import GPU_FLOAT, GPU_NUM, HOST_INT_DIVISOR
 
 __all__ = [
     "add_n", "atan2", "clip_by_value", "divide_no_nan", "maximum", "minimum", "mod",
@@ -217,10 +217,12 @@ def _int_zero_divisor(rng):
 
 
 TRUNCATE_DIV = binary("TruncateDiv", _truncatediv_kernel, dtypes=REAL,
+                      host_sync=HOST_INT_DIVISOR,
                       reference=_truncatediv_reference, domain=(-9.0, 9.0), domain_y=(1.0, 4.0),
                       sweep_dtypes=(d.float32, d.float64, d.int32, d.int64, d.uint8),
                       bad_samples=_int_zero_divisor)
 TRUNCATE_MOD = binary("TruncateMod", _truncatemod_kernel, dtypes=REAL, reference=np.fmod,
+                      host_sync=HOST_INT_DIVISOR,
                       domain=(-9.0, 9.0), domain_y=(1.0, 4.0),
                       sweep_dtypes=(d.float32, d.float64, d.int32, d.int64),
                       bad_samples=_int_zero_divisor)

@@ -25,7 +25,7 @@ from eagerflow.ops.family import (
     COMPLEX, FLOAT, FLOAT_COMPLEX, NUMERIC, SIGNED_INT, binary, public_unary, unary,
 )
 from eagerflow.ops.math import _c, _check_int_divisor, _scipy_special
-from eagerflow.ops.family import GPU_FLOAT, GPU_NUM
+from eagerflow.ops.family import GPU_FLOAT, GPU_NUM, HOST_INT_DIVISOR
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "exp", "expm1",
@@ -114,6 +114,7 @@ def _reciprocal_vjp(g, x, out):
 
 
 RECIPROCAL = unary("Reciprocal", _reciprocal_kernel, dtypes=FLOAT_COMPLEX + SIGNED_INT,
+                   host_sync=HOST_INT_DIVISOR,
                    reference=np.reciprocal, domain=(1.0, 3.0),
                    sweep_dtypes=(d.float32, d.float64, d.int32), vjp=_reciprocal_vjp,
                    saves=("out",),

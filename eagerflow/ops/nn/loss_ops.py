@@ -21,7 +21,7 @@ from eagerflow.ops import registry
 from eagerflow.ops.nn.activation_ops import LOG_SOFTMAX, RELU, SOFTMAX, _axis_attr
 from eagerflow.ops.math.arithmetic import ONES_LIKE_fn, greater, greater_equal, less, zeros_like_t
 from eagerflow.ops.dispatch import execute
-from eagerflow.ops.family import FLOAT, UNARY_SHAPES, _sample_values
+from eagerflow.ops.family import FLOAT, HOST_VALUE_CHECK, UNARY_SHAPES, _sample_values
 from eagerflow.ops.array import reshape_ops, shape_ops
 from eagerflow.ops.indexing import mask_ops
 from eagerflow.ops.math import complex_math, unary_math
@@ -74,12 +74,23 @@ def _check_sparse(logits_shape, labels_shape, labels_dtype_name):
                 % (list(labels_shape), list(logits_shape)))
 
 
-def _sparse_xent_kernel(xp):
+def _sparse_xent_kernel(xp, checked=True):
+    """The kernel; ``checked=False`` (a captured step's, ``capture_forward``) reads nothing
+    on the host: a label outside [0, classes) gives a NaN loss, as TF's GPU kernel does,
+    and valid labels give exactly the checked kernel's values."""
     exp, logf, take = xp.exp, xp.log, xp.take_along_axis
 
     def kernel(logits, labels):
         _check_sparse(logits.shape, labels.shape, np.dtype(labels.dtype).name)
         classes = logits.shape[-1]
+        if not checked and labels.size and classes:
+            valid = (labels >= 0) & (labels < classes)
+            work = _upcast(xp, logits)
+            shifted = work - work.max(axis=-1, keepdims=True)
+            lse = logf(exp(shifted).sum(axis=-1))
+            picked = take(shifted, xp.where(valid, labels, 0)[..., None], axis=-1)[..., 0]
+            loss = (lse - picked).astype(logits.dtype, copy=False)
+            return xp.where(valid, loss, xp.asarray(np.nan, loss.dtype))
         if labels.size:
             if classes == 0:
                 raise errors.InvalidArgumentError(
@@ -157,7 +168,9 @@ SPARSE_SOFTMAX_XENT = registry.primitive(
     dtype_group=(0,), shape_fn=_sparse_xent_shape, family="nn", vjp=_sparse_xent_vjp,
     saves=(0, 1), reference=_sparse_xent_reference, samples=_sparse_xent_samples,
     bad_samples=_sparse_xent_bad_samples,
-    hint="labels must be class indices in [0, logits.shape[-1]).")
+    hint="labels must be class indices in [0, logits.shape[-1]).",
+    host_sync=HOST_VALUE_CHECK,
+    capture_forward=lambda xp: _sparse_xent_kernel(xp, checked=False))
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):

@@ -48,6 +48,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow import dtypes as _d
 from eagerflow.ops.family import FLOAT, REAL
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_VALUE_CHECK
 
 __all__ = [
     "max_pool", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool", "avg_pool1d",
@@ -300,6 +301,7 @@ MAX_POOL = registry.primitive(
     bad_samples=_bad_samples("pool"), sweep_dtypes=_SWEEP + (_d.int32,))
 MAX_POOL_GRAD = registry.primitive(
     "MaxPoolGrad", max_pool_grad_kernel, dtypes=FLOAT, family="nn",
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=_input_shape_fn("MaxPoolGrad"), vjp=_max_pool_grad_vjp, saves=(0,),
     reference=_ref_max_pool_grad, samples=_grad_samples("max_grad"),
     bad_samples=_bad_samples("max_grad"), sweep_dtypes=_SWEEP)
@@ -326,12 +328,14 @@ def _with_output_bad(rng):
 # maxima are not free to move apart from x, so finite differences could not check one).
 MAX_POOL_GRAD_WITH_OUTPUT = registry.primitive(
     "MaxPoolGradWithOutput", max_pool_grad_with_output_kernel, dtypes=FLOAT, family="nn",
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=lambda x, pooled, grad, **attrs: _input_shape_fn("MaxPoolGradWithOutput")(
         x, grad, **attrs),
     reference=lambda x, pooled, grad, **attrs: _ref_max_pool_grad(x, grad, **attrs),
     samples=_with_output_samples, bad_samples=_with_output_bad, sweep_dtypes=_SWEEP)
 MAX_POOL_GRAD_GRAD = registry.primitive(
     "MaxPoolGradGrad", max_pool_grad_grad_kernel, dtypes=FLOAT, family="nn",
+    host_sync=HOST_VALUE_CHECK,
     shape_fn=_pooled_shape_fn("MaxPoolGradGrad"), vjp=_max_pool_grad_grad_vjp, saves=(0,),
     reference=_ref_max_pool_grad_grad, samples=_grad_samples("max_grad_grad"),
     bad_samples=_bad_samples("max_grad_grad"), sweep_dtypes=_SWEEP)

@@ -35,6 +35,7 @@ from eagerflow.ops.random import (
 )
 from eagerflow.ops.random.random_distributions import _categorical, _gamma, _shuffle_order, sample
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_NUMPY
 
 __all__ = ["set_seed", "normal", "uniform", "truncated_normal", "categorical", "shuffle", "gamma"]
 
@@ -297,6 +298,7 @@ def _gamma_kernel(alpha, *, shape, seed, seed2, stream=0):
 def _stateful(name, kind, doc):
     return registry.primitive(
         name, _host_kernel(_validated_shape(_stateful_fill(kind, name))), dtypes=(),
+        host_sync=HOST_NUMPY,
         dtype_group=(), shape_fn=_creation_shape, family="random", stateful=True, doc=doc,
         bad_samples=_bad_shape_samples({"dtype": "float32", "seed": 1, "seed2": 2}))
 
@@ -310,6 +312,7 @@ TRUNCATED_NORMAL = _stateful("TruncatedNormal", "truncated_normal",
 
 RANDOM_UNIFORM_INT = registry.primitive(
     "RandomUniformInt", _host_kernel(_validated_shape(_uniform_int_kernel)),
+    host_sync=HOST_NUMPY,
     dtypes=_INT_DTYPES, shape_fn=lambda lo, hi, *, shape, **a: AbstractValue(shape, lo.dtype),
     family="random", stateful=True,
     bad_samples=lambda rng: [
@@ -322,6 +325,7 @@ RANDOM_UNIFORM_INT = registry.primitive(
 
 MULTINOMIAL = registry.primitive(
     "Multinomial", _host_kernel(_multinomial_kernel), dtypes=FLOAT, dtype_group=(0,),
+    host_sync=HOST_NUMPY,
     shape_fn=_multinomial_shape, family="random", stateful=True,
     bad_samples=lambda rng: [
         ((np.zeros(3, np.float32),), {"num_samples": 2, "output_dtype": "int64", "seed": 1,
@@ -332,10 +336,12 @@ MULTINOMIAL = registry.primitive(
 
 RANDOM_SHUFFLE = registry.primitive(
     "RandomShuffle", _host_kernel(_shuffle_kernel), dtypes=None,
+    host_sync=HOST_NUMPY,
     shape_fn=lambda x, **a: AbstractValue(x.shape, x.dtype), family="random", stateful=True)
 
 RANDOM_GAMMA = registry.primitive(
     "RandomGamma", _host_kernel(_validated_shape(_gamma_kernel)), dtypes=FLOAT,
+    host_sync=HOST_NUMPY,
     shape_fn=lambda alpha, *, shape, **a: AbstractValue(
         None if alpha.shape is None else tuple(shape) + tuple(alpha.shape), alpha.dtype),
     family="random", stateful=True)

@@ -30,6 +30,7 @@ from eagerflow.ops.random.random_distributions import (
     _full_int_from_words, _gamma, _int_from_words, _uniform_from_words, _unit_float64, sample,
 )
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_NUMPY
 
 __all__ = [
     "stateless_normal", "stateless_uniform", "stateless_truncated_normal", "stateless_categorical",
@@ -292,6 +293,7 @@ def _seed_samples(rng, dtype):
 
 STATELESS_GET_KEY_COUNTER = registry.primitive(
     "StatelessRandomGetKeyCounter", _host_kernel(_key_counter_kernel), dtypes=_INT_DTYPES,
+    host_sync=HOST_NUMPY,
     num_outputs=2, family="random",
     shape_fn=lambda seed: (AbstractValue((1,), d.uint64), AbstractValue((2,), d.uint64)),
     reference=_reference_key_counter, samples=_seed_samples, sweep_dtypes=_INT_DTYPES,
@@ -329,6 +331,7 @@ def _stateless(name, kind, dtypes, doc):
     names = [t.name for t in dtypes]
     return registry.primitive(
         name, _host_kernel(_validated_shape(_stateless_fill(kind))), dtypes=(d.uint64,),
+        host_sync=HOST_NUMPY,
         shape_fn=_creation_shape, family="random", doc=doc, reference=_reference_fill(kind),
         samples=_fill_samples(names), sweep_dtypes=(d.uint64,),
         bad_samples=_bad_key_counter({"shape": (2,), "dtype": names[0]}))
@@ -361,6 +364,7 @@ def _int_samples(rng, dtype):
 
 STATELESS_UNIFORM_INT = registry.primitive(
     "StatelessRandomUniformIntV2", _host_kernel(_validated_shape(_stateless_int_kernel)),
+    host_sync=HOST_NUMPY,
     dtypes=_FULL_INT_DTYPES, dtype_group=(2, 3), family="random",
     shape_fn=lambda key, counter, lo, hi, *, shape: AbstractValue(shape, lo.dtype),
     reference=_reference_int, samples=_int_samples, sweep_dtypes=_INT_DTYPES,
@@ -388,6 +392,7 @@ def _multinomial_samples(rng, dtype):
 
 STATELESS_MULTINOMIAL = registry.primitive(
     "StatelessMultinomial", _host_kernel(_stateless_multinomial_kernel), dtypes=FLOAT,
+    host_sync=HOST_NUMPY,
     dtype_group=(0,), family="random",
     shape_fn=_multinomial_shape, reference=_reference_multinomial, samples=_multinomial_samples,
     bad_samples=lambda rng: [
@@ -399,6 +404,7 @@ STATELESS_MULTINOMIAL = registry.primitive(
 
 STATELESS_GAMMA = registry.primitive(
     "StatelessRandomGammaV3", _host_kernel(_validated_shape(_stateless_gamma_kernel)),
+    host_sync=HOST_NUMPY,
     dtypes=(d.float16, d.float32, d.float64), dtype_group=(2,), family="random",
     shape_fn=lambda key, counter, alpha, *, shape: AbstractValue(shape, alpha.dtype),
     reference=_reference_gamma, samples=_gamma_samples,

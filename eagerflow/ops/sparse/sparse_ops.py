@@ -26,6 +26,7 @@ from eagerflow.ops.dispatch import execute
 from eagerflow.ops.family import ALL, FLOAT, INT, COMPLEX, _sample_values
 from eagerflow.ops.indexing import _scatter_rows
 from eagerflow.ops.registry import AbstractValue
+from eagerflow.ops.family import HOST_NUMPY
 
 __all__ = ["sparse_to_dense", "sparse_dense_matmul_op", "sparse_reshape_op"]
 
@@ -144,6 +145,7 @@ def _int64(a):
 
 SPARSE_TO_DENSE = registry.primitive(
     "SparseToDense", _to_dense_kernel, dtypes=ALL + (d.string,), dtype_group=(1, 3),
+    host_sync=HOST_NUMPY,
     family="sparse", reference=_to_dense_reference, samples=_to_dense_samples,
     sweep_dtypes=(d.float32, d.float64, d.int32, d.bool, d.string),
     shape_fn=_to_dense_shape, vjp=_to_dense_vjp, saves=(0,),
@@ -350,6 +352,7 @@ def _reshape_samples(rng, dtype):
 
 SPARSE_RESHAPE = registry.primitive(
     "SparseReshape", _reshape_kernel, dtypes=(d.int64,), dtype_group="all", num_outputs=2,
+    host_sync=HOST_NUMPY,
     family="sparse", reference=_reshape_reference, samples=_reshape_samples,
     sweep_dtypes=(d.int64,),
     shape_fn=lambda i, s, new: (
